@@ -1,0 +1,31 @@
+"""dualsolve: Cython dual and primal-dual solvers for sparse linear and kernel models.
+
+Procedural API: ``train_<method>(X, y, *, lam, loss, ...)`` returns a :class:`Model`.
+Every objective is ``P(w) = (1/n) sum_i loss(y_i, x_i.w) + (lam/2) ||w||^2`` plus the
+family's own terms; liblinear's ``C`` maps to ``lam = 1 / (C n)``.
+"""
+import os as _os
+
+__version__ = "0.1.0.dev0"
+
+
+def get_include():
+    """Directory to add to Cython's include path to ``cimport dualsolve`` modules.
+
+    Example (setup.py of an extension)::
+
+        Extension("mymod", ["mymod.pyx"], include_dirs=[dualsolve.get_include(), numpy.get_include()])
+
+    and in ``mymod.pyx``: ``from dualsolve.sdca._sdca cimport sdca_run``.
+    """
+    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+
+
+from ._validation import ConvergenceWarning
+from .datasets import load_svmlight, dump_svmlight
+from .model import Model, load_model
+from .sdca import train_sdca
+from . import datasets
+
+__all__ = ["train_sdca", "Model", "load_model", "load_svmlight", "dump_svmlight", "datasets",
+           "ConvergenceWarning", "get_include", "__version__"]

@@ -1,0 +1,361 @@
+# cython: language_level=3
+"""One table of losses: value, derivative, convex conjugate and exact dual coordinate step.
+
+Every classification loss is written for labels ``y`` in [-1, 1] (the mixup form of
+spec seed0 section 2.2)::
+
+    phi(s; y) = c1 * phi0(s) + c2 * phi0(-s),    c1 = (1 + y)/2,  c2 = (1 - y)/2
+
+which is ``phi0(y s)`` for y = +1 / -1. The squared loss is ``(s - y)^2 / 2`` for any real y.
+
+Dual convention (spec seed0 section 1.5): ``w = X^T alpha / (lam n)`` and the dual
+coordinate ``alpha_i`` carries the sign of the label. The conjugate term of the dual is
+
+    h(a; y) = phi*(-a; y) = sup_s ( -a s - phi(s; y) )      (+inf outside its domain)
+
+so that ``D(alpha) = -(lam/2)||w||^2 - (1/n) sum_i h(alpha_i; y_i)``. The exact coordinate
+step minimises ``h(a) + z (a - a0) + (A/2)(a - a0)^2`` with ``z = x_i.w`` and
+``A = ||x_i||^2 / (lam n)``.
+
+Base losses (``param`` is the loss's one parameter, gamma in the spec):
+
+    LOSS_LOGISTIC       phi0(s) = log(1 + exp(-s))
+    LOSS_SQUARED_HINGE  phi0(s) = max(0, 1 - s)^2 / (2 param)   (param = 1/2: liblinear's L2 loss)
+    LOSS_SMOOTH_HINGE   phi0(s) = 1 - s - param/2 if s < 1 - param; (1 - s)^2/(2 param) if s < 1; 0
+    LOSS_HINGE          phi0(s) = max(0, 1 - s)
+    LOSS_SQUARED        phi(s; y) = (s - y)^2 / 2
+"""
+from libc.math cimport exp, log, log1p, fabs, INFINITY, HUGE_VAL
+
+cdef enum:
+    LOSS_LOGISTIC = 0
+    LOSS_SQUARED_HINGE = 1
+    LOSS_SMOOTH_HINGE = 2
+    LOSS_HINGE = 3
+    LOSS_SQUARED = 4
+
+
+ctypedef struct Loss:
+    int kind
+    double param      # smoothing of smooth hinge, scale of squared hinge; unused otherwise
+
+
+# ---------------------------------------------------------------------------------------
+# scalar helpers
+
+
+cdef inline double softplus(double x) noexcept nogil:
+    """log(1 + exp(x)) without overflow."""
+    if x > 0:
+        return x + log1p(exp(-x))
+    return log1p(exp(x))
+
+
+cdef inline double sigmoid(double x) noexcept nogil:
+    """1 / (1 + exp(-x)) without overflow; exact tails on both sides."""
+    cdef double e
+    if x >= 0:
+        return 1.0 / (1.0 + exp(-x))
+    e = exp(x)
+    return e / (1.0 + e)
+
+
+cdef inline void sigmoid_pair(double x, double* s, double* sm) noexcept nogil:
+    """s = sigmoid(x) and sm = sigmoid(-x) = 1 - s, both to full relative accuracy, one exp."""
+    cdef double e = exp(-fabs(x))
+    cdef double r = 1.0 / (1.0 + e)
+    if x >= 0:
+        s[0] = r
+        sm[0] = e * r
+    else:
+        s[0] = e * r
+        sm[0] = r
+
+
+cdef inline double xlogx(double x) noexcept nogil:
+    return x * log(x) if x > 0 else 0.0
+
+
+cdef inline double clip(double x, double lo, double hi) noexcept nogil:
+    return lo if x < lo else (hi if x > hi else x)
+
+
+cdef inline double _smooth_hinge0(double s, double g) noexcept nogil:
+    if s >= 1.0:
+        return 0.0
+    if s < 1.0 - g:
+        return 1.0 - s - 0.5 * g
+    return (1.0 - s) * (1.0 - s) / (2.0 * g)
+
+
+cdef inline double _smooth_hinge0_deriv(double s, double g) noexcept nogil:
+    if s >= 1.0:
+        return 0.0
+    if s < 1.0 - g:
+        return -1.0
+    return (s - 1.0) / g
+
+
+# ---------------------------------------------------------------------------------------
+# value and derivative in the score s
+
+
+cdef inline double loss_value(const Loss* L, double s, double y) noexcept nogil:
+    """phi(s; y)."""
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), t
+    if L.kind == LOSS_LOGISTIC:
+        # softplus(s) = softplus(-s) + s, so this is softplus(-s) + c2 s (spec 2.2) written
+        # so that binary labels need no cancellation.
+        t = 0.0
+        if c1 != 0.0:
+            t += c1 * softplus(-s)
+        if c2 != 0.0:
+            t += c2 * softplus(s)
+        return t
+    if L.kind == LOSS_SQUARED_HINGE:
+        t = 0.0
+        if s < 1.0:
+            t += c1 * (1.0 - s) * (1.0 - s)
+        if s > -1.0:
+            t += c2 * (1.0 + s) * (1.0 + s)
+        return t / (2.0 * L.param)
+    if L.kind == LOSS_SMOOTH_HINGE:
+        return c1 * _smooth_hinge0(s, L.param) + c2 * _smooth_hinge0(-s, L.param)
+    if L.kind == LOSS_HINGE:
+        t = 0.0
+        if s < 1.0:
+            t += c1 * (1.0 - s)
+        if s > -1.0:
+            t += c2 * (1.0 + s)
+        return t
+    # LOSS_SQUARED
+    return 0.5 * (s - y) * (s - y)
+
+
+cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
+    """d phi(s; y) / ds (for hinge: the subgradient -c1 [s < 1] + c2 [s > -1])."""
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), t
+    if L.kind == LOSS_LOGISTIC:
+        return c2 * sigmoid(s) - c1 * sigmoid(-s)
+    if L.kind == LOSS_SQUARED_HINGE:
+        t = 0.0
+        if s < 1.0:
+            t -= c1 * (1.0 - s)
+        if s > -1.0:
+            t += c2 * (1.0 + s)
+        return t / L.param
+    if L.kind == LOSS_SMOOTH_HINGE:
+        return c1 * _smooth_hinge0_deriv(s, L.param) - c2 * _smooth_hinge0_deriv(-s, L.param)
+    if L.kind == LOSS_HINGE:
+        t = 0.0
+        if s < 1.0:
+            t -= c1
+        if s > -1.0:
+            t += c2
+        return t
+    return s - y
+
+
+# ---------------------------------------------------------------------------------------
+# dual side
+
+
+cdef inline void loss_dual_bounds(const Loss* L, double y, double* lo, double* hi) noexcept nogil:
+    """Domain [lo, hi] of a -> h(a; y) (possibly infinite ends)."""
+    if L.kind == LOSS_SQUARED:
+        lo[0] = -INFINITY
+        hi[0] = INFINITY
+    elif L.kind == LOSS_SQUARED_HINGE:
+        lo[0] = 0.0 if y >= 1.0 else -INFINITY
+        hi[0] = 0.0 if y <= -1.0 else INFINITY
+    else:
+        lo[0] = -0.5 * (1.0 - y)
+        hi[0] = 0.5 * (1.0 + y)
+
+
+cdef inline double _smooth_hinge_conj_u(double a, double c1, double c2, double g) noexcept nogil:
+    """Minimiser u* of the infimal convolution for a soft label (spec 2.2, any g > 0)."""
+    cdef double u = -2.0 * c1 * c2 / g - c1 * a
+    cdef double lo = -c1 if -c1 > -c2 - a else -c2 - a
+    cdef double hi = 0.0 if 0.0 < -a else -a
+    return clip(u, lo, hi)
+
+
+cdef inline double loss_conj(const Loss* L, double a, double y) noexcept nogil:
+    """h(a; y) = phi*(-a; y); +inf outside the domain."""
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), g = L.param, u, p, q
+    if L.kind == LOSS_SQUARED:
+        return -a * y + 0.5 * a * a
+    if L.kind == LOSS_LOGISTIC:
+        p = a + c2
+        q = c1 - a
+        if p < 0.0 or q < 0.0:
+            return INFINITY
+        return xlogx(p) + xlogx(q)
+    if L.kind == LOSS_HINGE:
+        if a < -c2 or a > c1:
+            return INFINITY
+        return fabs(a - y) - 1.0
+    if L.kind == LOSS_SMOOTH_HINGE:
+        if a < -c2 or a > c1:
+            return INFINITY
+        if y >= 1.0:
+            return -a + 0.5 * g * a * a
+        if y <= -1.0:
+            return a + 0.5 * g * a * a
+        u = _smooth_hinge_conj_u(a, c1, c2, g)
+        return 2.0 * u + a + 0.5 * g * (u * u / c1 + (a + u) * (a + u) / c2)
+    # LOSS_SQUARED_HINGE
+    if y >= 1.0:
+        return -a + 0.5 * g * a * a if a >= 0.0 else INFINITY
+    if y <= -1.0:
+        return a + 0.5 * g * a * a if a <= 0.0 else INFINITY
+    if a > 2.0 * c1 / g:
+        return -a + g * a * a / (1.0 + y)
+    if a < -2.0 * c2 / g:
+        return a + g * a * a / (1.0 - y)
+    return -a * y + 0.5 * g * a * a - (1.0 - y * y) / (2.0 * g)
+
+
+cdef inline double loss_conj_deriv_binary(const Loss* L, double a, double y) noexcept nogil:
+    """h'(a; y) for y = +1 / -1 on the closed domain (one-sided at its ends).
+
+    Used by shrinking, which only touches bounded duals with binary labels.
+    """
+    cdef double sgn = 1.0 if y > 0 else -1.0
+    if L.kind == LOSS_HINGE:
+        return -sgn
+    if L.kind == LOSS_SQUARED:
+        return a - y
+    if L.kind == LOSS_LOGISTIC:
+        # log(p / (1 - p)), p = a + c2
+        return log(a + 0.5 * (1.0 - y)) - log(0.5 * (1.0 + y) - a)
+    # squared hinge and smooth hinge share -sgn + param * a
+    return -sgn + L.param * a
+
+
+cdef inline double _logistic_step(double y, double z, double a0, double A) noexcept nogil:
+    """Exact logistic dual step: Newton on t = logit(p), p = a + c2, safeguarded by a bracket.
+
+    Solves f(t) = t + z + A (a(t) - a0) = 0 with a(t) = c1 sigmoid(t) - c2 sigmoid(-t),
+    which is increasing with slope in [1, 1 + A/4]. Working in t keeps both p and 1 - p
+    accurate (liblinear's dual LR solves the same sub-problem in p or 1 - p).
+    """
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y)
+    cdef double p0 = a0 + c2, q0 = c1 - a0
+    cdef double lo = -z - A * q0, hi = -z + A * p0
+    cdef double t, f, fp, s, sm, tn
+    cdef int it
+    if p0 > 0.0 and q0 > 0.0:
+        t = log(p0 / q0)
+    else:
+        t = -z
+    t = clip(t, lo, hi)
+    for it in range(100):
+        sigmoid_pair(t, &s, &sm)
+        f = t + z + A * ((c1 * s - c2 * sm) - a0)
+        if f == 0.0:
+            break
+        if f > 0.0:
+            hi = t
+        else:
+            lo = t
+        fp = 1.0 + A * s * sm
+        tn = t - f / fp
+        if not (tn > lo and tn < hi):
+            tn = 0.5 * (lo + hi)
+        # quadratic convergence: once a step is this small the next one is below rounding
+        if fabs(tn - t) <= 1e-9 * (1.0 + fabs(t)):
+            t = tn
+            break
+        t = tn
+    sigmoid_pair(t, &s, &sm)
+    return c1 * s - c2 * sm
+
+
+cdef inline double _smooth_loss_step_bisect(const Loss* L, double y, double z, double a0,
+                                            double A, double dlo, double dhi) noexcept nogil:
+    """Exact step for any smooth loss with phi' in [dlo, dhi], by bisection in the score.
+
+    Optimality of the step reads a = -phi'(s) with s = z + A (a - a0), the score after the
+    update; so s solves s - z + A (phi'(s) + a0) = 0, an increasing function of s.
+    """
+    cdef double lo = z - A * (dhi + a0), hi = z - A * (dlo + a0), m
+    cdef int it
+    for it in range(200):
+        m = 0.5 * (lo + hi)
+        if m <= lo or m >= hi:
+            break
+        if m - z + A * (loss_deriv(L, m, y) + a0) > 0.0:
+            hi = m
+        else:
+            lo = m
+    return -loss_deriv(L, 0.5 * (lo + hi), y)
+
+
+cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
+                                  double A) noexcept nogil:
+    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over the domain of h (spec 3.5)."""
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), g = L.param
+    cdef double b, aM, aL, aR, dL, dR, cc, r
+    if L.kind == LOSS_SQUARED:
+        return (y - z + A * a0) / (1.0 + A)
+    if L.kind == LOSS_LOGISTIC:
+        return _logistic_step(y, z, a0, A)
+    b = A * a0 - z
+    if L.kind == LOSS_SQUARED_HINGE:
+        if y >= 1.0:
+            r = (1.0 + b) / (A + g)
+            return r if r > 0.0 else 0.0
+        if y <= -1.0:
+            r = (-1.0 + b) / (A + g)
+            return r if r < 0.0 else 0.0
+        aM = (y + b) / (A + g)
+        if aM > 2.0 * c1 / g:
+            return (1.0 + b) / (A + g / c1)
+        if aM < -2.0 * c2 / g:
+            return (-1.0 + b) / (A + g / c2)
+        return aM
+    if L.kind == LOSS_SMOOTH_HINGE:
+        if y >= 1.0:
+            return clip((1.0 + b) / (A + g), 0.0, 1.0)
+        if y <= -1.0:
+            return clip((-1.0 + b) / (A + g), -1.0, 0.0)
+        if g > 1.0:   # the closed form below needs g <= 1 (spec 2.2)
+            return _smooth_loss_step_bisect(L, y, z, a0, A, -c1, c2)
+        dL = -1.0 + g + z + A * (y - a0)
+        if dL > 0.0:
+            aL = (1.0 + b - g * c2 / c1) / (A + g / c1)
+            return clip(aL, -c2, y)
+        dR = 1.0 - g + z + A * (y - a0)
+        if dR < 0.0:
+            aR = (-1.0 + b + g * c1 / c2) / (A + g / c2)
+            return clip(aR, y, c1)
+        return y
+    # LOSS_HINGE: h = |a - y| - 1 on [-c2, c1]
+    if A <= 0.0:
+        if z < -1.0:
+            return c1
+        if z > 1.0:
+            return -c2
+        return y
+    cc = a0 - z / A
+    r = fabs(cc - y) - 1.0 / A
+    if r < 0.0:
+        r = 0.0
+    return clip(y + r if cc > y else y - r, -c2, c1)
+
+
+cdef inline double loss_conj_strong_convexity(const Loss* L) noexcept nogil:
+    """gamma with h'' >= gamma on the domain (0 for hinge); used by SDCA step rules."""
+    if L.kind == LOSS_LOGISTIC:
+        return 4.0
+    if L.kind == LOSS_SQUARED:
+        return 1.0
+    if L.kind == LOSS_HINGE:
+        return 0.0
+    return L.param
+
+
+# Defined in losses.pyx: the Loss struct for a name already checked by check_loss().
+cdef Loss make_loss(str loss, double param)

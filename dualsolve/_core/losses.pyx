@@ -1,0 +1,121 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Python access to the loss table of ``losses.pxd`` (for tests, objectives and users).
+
+Every function broadcasts its array arguments like a NumPy ufunc and returns float64.
+"""
+import numpy as np
+
+LOSSES = {
+    "logistic": LOSS_LOGISTIC,
+    "squared_hinge": LOSS_SQUARED_HINGE,
+    "smooth_hinge": LOSS_SMOOTH_HINGE,
+    "hinge": LOSS_HINGE,
+    "squared": LOSS_SQUARED,
+}
+CLASSIFICATION_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge")
+
+# The loss's one parameter: smooth hinge's smoothing width, and the squared hinge's scale
+# max(0, 1-s)^2 / (2 param), whose default 1/2 is liblinear's L2 loss max(0, 1-s)^2.
+DEFAULT_PARAM = {"squared_hinge": 0.5, "smooth_hinge": 0.5}
+
+
+def check_loss(loss, param=None):
+    """Validate a loss name and its parameter; return ``(name, param)``.
+
+    Raises ValueError naming ``loss`` for an unknown name and TypeError for a non-string.
+    """
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {sorted(LOSSES)}; got {type(loss).__name__}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; expected one of {sorted(LOSSES)}")
+    if param is None:
+        param = DEFAULT_PARAM.get(loss, 0.0)
+    param = float(param)
+    if loss in DEFAULT_PARAM and not (param > 0.0 and np.isfinite(param)):
+        raise ValueError(f"the {loss} parameter must be a finite number > 0; got {param}")
+    return loss, param
+
+
+cdef Loss make_loss(str loss, double param):
+    """The C-level Loss struct for a validated (name, param)."""
+    cdef Loss L
+    L.kind = LOSSES[loss]
+    L.param = param
+    return L
+
+
+cdef Loss _checked(loss, param) except *:
+    name, p = check_loss(loss, param)
+    return make_loss(name, p)
+
+
+cdef enum:
+    _VALUE = 0
+    _DERIV = 1
+    _CONJ = 2
+    _STEP = 3
+
+
+def _elementwise(int op, loss, param, *arrays):
+    """Broadcast the arrays and apply one table entry per element."""
+    cdef Loss L = _checked(loss, param)
+    cols = [np.ascontiguousarray(a).reshape(-1)
+            for a in np.broadcast_arrays(*[np.asarray(a, dtype=np.float64) for a in arrays])]
+    shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
+    out = np.empty(cols[0].shape[0])
+    cdef double[::1] o = out
+    cdef const double[:] u = cols[0]
+    cdef const double[:] v = cols[1]
+    cdef const double[:] p = cols[2] if op == _STEP else cols[0]
+    cdef const double[:] q = cols[3] if op == _STEP else cols[0]
+    cdef Py_ssize_t k
+    for k in range(o.shape[0]):
+        if op == _VALUE:
+            o[k] = loss_value(&L, u[k], v[k])
+        elif op == _DERIV:
+            o[k] = loss_deriv(&L, u[k], v[k])
+        elif op == _CONJ:
+            o[k] = loss_conj(&L, u[k], v[k])
+        else:
+            o[k] = loss_dual_step(&L, u[k], v[k], p[k], q[k])
+    return out.reshape(shape)
+
+
+def value(loss, s, y, param=None):
+    """phi(s; y) elementwise."""
+    return _elementwise(_VALUE, loss, param, s, y)
+
+
+def derivative(loss, s, y, param=None):
+    """d phi(s; y) / ds elementwise (hinge: the subgradient -c1 [s < 1] + c2 [s > -1])."""
+    return _elementwise(_DERIV, loss, param, s, y)
+
+
+def conjugate(loss, a, y, param=None):
+    """h(a; y) = phi*(-a; y) elementwise (+inf outside the domain)."""
+    return _elementwise(_CONJ, loss, param, a, y)
+
+
+def dual_step(loss, y, z, a0, A, param=None):
+    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2, elementwise (the exact SDCA step)."""
+    return _elementwise(_STEP, loss, param, y, z, a0, A)
+
+
+def dual_bounds(loss, y, param=None):
+    """(lo, hi): the domain of a -> h(a; y), elementwise in y."""
+    cdef Loss L = _checked(loss, param)
+    y_ = np.ascontiguousarray(y, dtype=np.float64)
+    lo = np.empty(y_.shape)
+    hi = np.empty(y_.shape)
+    cdef double[::1] lv = lo.reshape(-1), hv = hi.reshape(-1)
+    cdef const double[:] yv = y_.reshape(-1)
+    cdef Py_ssize_t k
+    for k in range(yv.shape[0]):
+        loss_dual_bounds(&L, yv[k], &lv[k], &hv[k])
+    return lo, hi
+
+
+def strong_convexity(loss, param=None):
+    """gamma such that h'' >= gamma (0 for hinge)."""
+    cdef Loss L = _checked(loss, param)
+    return loss_conj_strong_convexity(&L)

@@ -1,0 +1,160 @@
+"""The trained-model object shared by every solver, and its file format.
+
+File format (``Model.save`` / ``dualsolve.load_model``): a NumPy ``.npz`` archive (a zip of
+``.npy`` arrays, read with ``allow_pickle=False``; no pickle anywhere) holding
+
+    meta        0-d unicode array: JSON with format, solver, params, converged, n_epochs,
+                n_features, fit_intercept, dualsolve version, and the names of extra arrays
+    coef        float64 (n_features,)
+    intercept   float64 0-d
+    history     structured array (epoch, time, primal, dual, gap, ...)
+    classes     the two original labels (absent for regression)
+    dual        float64 (n_samples,) dual variables (absent when saved with include_dual=False)
+    extra__<k>  family-specific arrays (e.g. kernel models' support rows)
+"""
+import json
+
+import numpy as np
+import scipy.sparse as sp
+
+FORMAT = "dualsolve-model-1"
+HISTORY_FIELDS = [("epoch", np.int64), ("time", np.float64), ("primal", np.float64),
+                  ("dual", np.float64), ("gap", np.float64)]
+
+
+def make_history(rows, extra_fields=()):
+    """Structured history array from tuples ``(epoch, time, primal, dual, gap, *extra)``."""
+    dtype = HISTORY_FIELDS + [(name, np.float64) for name in extra_fields]
+    return np.array([tuple(r) for r in rows], dtype=dtype)
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+class Model:
+    """A trained linear model with its dual variables and the solver's history.
+
+    Attributes
+    ----------
+    coef : ndarray (n_features,)
+        Weights ``w`` of the decision function ``f(x) = x.w + intercept``.
+    intercept : float
+        0 unless the model was trained with ``fit_intercept=True``.
+    dual : ndarray (n_samples,) or None
+        Dual variables (``w = X^T dual / (lam n)`` for the SDCA family).
+    history : structured ndarray
+        One row per epoch with fields ``epoch, time, primal, dual, gap`` (NaN where a
+        quantity does not exist for the solver), plus solver-specific fields.
+    converged : bool
+        True when the solver met its tolerance.
+    n_epochs : int
+    solver : str
+    params : dict
+        The parameters the solver ran with (lam, loss, tol, seed, ...).
+    classes : ndarray of 2 labels or None
+        Original labels; ``classes[1]`` is the positive class. None for regression.
+    extra : dict of ndarrays
+        Family-specific arrays.
+    """
+
+    def __init__(self, coef, intercept=0.0, dual=None, history=None, converged=False,
+                 n_epochs=0, solver="", params=None, classes=None, extra=None):
+        self.coef = np.asarray(coef, dtype=np.float64)
+        self.intercept = float(intercept)
+        self.dual = None if dual is None else np.asarray(dual, dtype=np.float64)
+        self.history = make_history([]) if history is None else history
+        self.converged = bool(converged)
+        self.n_epochs = int(n_epochs)
+        self.solver = solver
+        self.params = dict(params or {})
+        self.classes = None if classes is None else np.asarray(classes)
+        self.extra = dict(extra or {})
+
+    @property
+    def n_features(self):
+        return self.coef.shape[0]
+
+    def __repr__(self):
+        last = self.history[-1] if len(self.history) else None
+        gap = f", gap={last['gap']:.3e}" if last is not None else ""
+        return (f"Model(solver={self.solver!r}, n_features={self.n_features}, "
+                f"converged={self.converged}, n_epochs={self.n_epochs}{gap})")
+
+    def decision_function(self, X):
+        """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features)."""
+        if sp.issparse(X):
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D; got {X.ndim} dimensions")
+            if X.format not in ("csr", "csc"):
+                X = X.tocsr()
+        else:
+            X = np.asarray(X)
+            if X.ndim == 1:
+                raise ValueError("X must be 2-D (n_samples, n_features); for one sample "
+                                 "use X.reshape(1, -1)")
+            if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+                raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, dtype {X.dtype}")
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} features but the model was trained with "
+                             f"{self.n_features}")
+        scores = np.asarray(X @ self.coef, dtype=np.float64).ravel()
+        if self.intercept != 0.0:
+            scores += self.intercept
+        return scores
+
+    def predict(self, X):
+        """Class labels (``classes[1]`` where the score is > 0) or, for regression, scores."""
+        scores = self.decision_function(X)
+        if self.classes is None:
+            return scores
+        return self.classes[(scores > 0).astype(np.intp)]
+
+    def save(self, path, include_dual=True):
+        """Write the model to ``path`` (``.npz`` format; see the module docstring)."""
+        meta = dict(format=FORMAT, solver=self.solver, params=_jsonable(self.params),
+                    converged=self.converged, n_epochs=self.n_epochs,
+                    n_features=self.n_features, extra=sorted(self.extra),
+                    version=_version())
+        arrays = dict(meta=np.array(json.dumps(meta)), coef=self.coef,
+                      intercept=np.array(self.intercept), history=self.history)
+        if self.classes is not None:
+            classes = self.classes
+            if classes.dtype == object:
+                classes = classes.astype(str)
+            arrays["classes"] = classes
+        if include_dual and self.dual is not None:
+            arrays["dual"] = self.dual
+        for k, v in self.extra.items():
+            arrays["extra__" + k] = np.asarray(v)
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def load_model(path):
+    """Read a model written by :meth:`Model.save`."""
+    with np.load(path, allow_pickle=False) as z:
+        if "meta" not in z.files:
+            raise ValueError(f"{path!s} is not a dualsolve model file (no 'meta' entry)")
+        meta = json.loads(str(z["meta"]))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path!s}: unsupported model format {meta.get('format')!r}")
+        extra = {k: z["extra__" + k] for k in meta.get("extra", [])}
+        return Model(coef=z["coef"], intercept=float(z["intercept"]),
+                     dual=z["dual"] if "dual" in z.files else None,
+                     history=z["history"], converged=meta["converged"],
+                     n_epochs=meta["n_epochs"], solver=meta["solver"], params=meta["params"],
+                     classes=z["classes"] if "classes" in z.files else None, extra=extra)
+
+
+def _version():
+    from dualsolve import __version__
+    return __version__

@@ -1,0 +1,113 @@
+"""Shared fixtures: bundled real data and independent reference solvers.
+
+The references never use dualsolve code: plain NumPy objectives minimised by scipy's
+L-BFGS, a direct linear solve for ridge, and (when installed) the Clarabel interior-point
+QP solver for the hinge loss.
+"""
+import numpy as np
+import pytest
+import scipy.optimize as so
+import scipy.sparse as sp
+
+import dualsolve
+
+
+@pytest.fixture(scope="session")
+def a9a():
+    return dualsolve.datasets.load("a9a")
+
+
+@pytest.fixture(scope="session")
+def heart():
+    return dualsolve.datasets.load("heart_scale")
+
+
+def primal_objective(X, y, w, lam, loss, intercept=0.0, smoothing=0.5):
+    """P(w) = mean loss + lam/2 ||w||^2 in plain NumPy (the intercept is not regularised here)."""
+    z = X @ w + intercept
+    m = y * z
+    if loss == "logistic":
+        v = np.logaddexp(0.0, -m)
+    elif loss == "squared_hinge":
+        v = np.maximum(0.0, 1.0 - m) ** 2
+    elif loss == "hinge":
+        v = np.maximum(0.0, 1.0 - m)
+    elif loss == "smooth_hinge":
+        g = smoothing
+        v = np.where(m >= 1, 0.0, np.where(m < 1 - g, 1 - m - g / 2, (1 - m) ** 2 / (2 * g)))
+    elif loss == "squared":
+        v = 0.5 * (z - y) ** 2
+    else:
+        raise ValueError(loss)
+    return v.mean() + 0.5 * lam * (w @ w)
+
+
+def _value_and_grad(X, y, lam, loss, smoothing):
+    n = X.shape[0]
+
+    def f(w):
+        z = X @ w
+        m = y * z
+        if loss == "logistic":
+            v = np.logaddexp(0.0, -m)
+            dm = -np.exp(-np.logaddexp(0.0, m))          # -sigmoid(-m)
+        elif loss == "squared_hinge":
+            r = np.maximum(0.0, 1.0 - m)
+            v, dm = r * r, -2.0 * r
+        elif loss == "smooth_hinge":
+            g = smoothing
+            v = np.where(m >= 1, 0.0, np.where(m < 1 - g, 1 - m - g / 2, (1 - m) ** 2 / (2 * g)))
+            dm = np.where(m >= 1, 0.0, np.where(m < 1 - g, -1.0, (m - 1) / g))
+        elif loss == "squared":
+            v, dz = 0.5 * (z - y) ** 2, z - y
+            return v.mean() + 0.5 * lam * w @ w, X.T @ dz / n + lam * w
+        else:
+            raise ValueError(loss)
+        return v.mean() + 0.5 * lam * w @ w, X.T @ (dm * y) / n + lam * w
+    return f
+
+
+def lbfgs_reference(X, y, lam, loss, smoothing=0.5, w0=None):
+    """Minimise the primal with L-BFGS at tight tolerances; returns (P*, w*)."""
+    f = _value_and_grad(X, y, lam, loss, smoothing)
+    w0 = np.zeros(X.shape[1]) if w0 is None else w0
+    r = so.minimize(f, w0, jac=True, method="L-BFGS-B",
+                    options=dict(gtol=1e-13, ftol=1e-16, maxiter=50000, maxcor=50))
+    return r.fun, r.x
+
+
+def ridge_reference(X, y, lam):
+    """Exact ridge optimum from the normal equations (X^T X / n + lam I) w = X^T y / n."""
+    n, d = X.shape
+    G = (X.T @ X).toarray() if sp.issparse(X) else X.T @ X
+    w = np.linalg.solve(G / n + lam * np.eye(d), X.T @ y / n)
+    return primal_objective(X, y, w, lam, "squared"), w
+
+
+def hinge_qp_reference(X, y, lam):
+    """The hinge primal as a QP solved by Clarabel (interior point, tight tolerances)."""
+    clarabel = pytest.importorskip("clarabel")
+    n, d = X.shape
+    P = sp.block_diag([lam * sp.eye(d), sp.csc_matrix((n, n))]).tocsc()
+    q = np.r_[np.zeros(d), np.full(n, 1.0 / n)]
+    YX = sp.diags(y) @ sp.csr_matrix(X)
+    A = sp.vstack([sp.hstack([-YX, -sp.eye(n)]),
+                   sp.hstack([sp.csr_matrix((n, d)), -sp.eye(n)])]).tocsc()
+    b = np.r_[-np.ones(n), np.zeros(n)]
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-13
+    st.tol_ktratio = 1e-10
+    sol = clarabel.DefaultSolver(P, q, A, b, [clarabel.NonnegativeConeT(2 * n)], st).solve()
+    w = np.array(sol.x[:d])
+    return primal_objective(X, y, w, lam, "hinge"), w
+
+
+@pytest.fixture(scope="session")
+def references():
+    class R:
+        primal = staticmethod(primal_objective)
+        lbfgs = staticmethod(lbfgs_reference)
+        ridge = staticmethod(ridge_reference)
+        hinge_qp = staticmethod(hinge_qp_reference)
+    return R

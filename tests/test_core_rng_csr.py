@@ -1,0 +1,85 @@
+"""The nogil generator and the CSR row kernels."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from dualsolve._core import csr, rng
+
+
+def test_rng_is_reproducible_and_seed_dependent():
+    a = rng.random_below(7, 1000, 500)
+    assert np.array_equal(a, rng.random_below(7, 1000, 500))
+    assert not np.array_equal(a, rng.random_below(8, 1000, 500))
+    assert np.array_equal(rng.permutation(3, 50), rng.permutation(3, 50))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 1000, 2**31 + 11, 2**63 + 5])
+def test_random_below_range(n):
+    x = rng.random_below(1, n, 20000)
+    assert x.max() < n
+    if n == 1:
+        assert (x == 0).all()
+
+
+@pytest.mark.parametrize("n", [3, 10, 97])
+def test_random_below_is_uniform(n):
+    """Chi-square goodness of fit; n = 3, 97 are not powers of two (rejection is exercised)."""
+    counts = np.bincount(rng.random_below(12345, n, 200_000).astype(np.int64), minlength=n)
+    p = stats.chisquare(counts).pvalue
+    assert p > 1e-4
+
+
+def test_random_uniform():
+    u = rng.random_uniform(5, 200_000)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.005
+    assert stats.kstest(u, "uniform").pvalue > 1e-4
+
+
+def test_permutation_is_a_permutation_and_uniform():
+    p = rng.permutation(9, 1000)
+    assert np.array_equal(np.sort(p), np.arange(1000))
+    # each of the 6 orders of 3 items appears with probability 1/6
+    firsts = np.array([tuple(rng.permutation(s, 3)) for s in range(6000)])
+    codes = firsts[:, 0] * 9 + firsts[:, 1] * 3 + firsts[:, 2]
+    counts = np.unique(codes, return_counts=True)[1]
+    assert len(counts) == 6
+    assert stats.chisquare(counts).pvalue > 1e-4
+
+
+def random_csr(n, d, density, dtype, itype, seed=0, unsorted=False):
+    X = sp.random(n, d, density=density, format="csr", dtype=np.float64, random_state=seed)
+    X.data = X.data.astype(dtype) * 3 - 1
+    X.indices = X.indices.astype(itype)
+    X.indptr = X.indptr.astype(itype)
+    if unsorted:
+        r = np.random.default_rng(seed)
+        for i in range(n):
+            s, e = X.indptr[i], X.indptr[i + 1]
+            perm = r.permutation(e - s) + s
+            X.indices[s:e] = X.indices[perm]
+            X.data[s:e] = X.data[perm]
+        X.has_sorted_indices = False
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("unsorted", [False, True])
+def test_row_kernels_match_scipy(dtype, itype, unsorted):
+    X = random_csr(60, 40, 0.2, dtype, itype, unsorted=unsorted)
+    w = np.random.default_rng(1).normal(size=40)
+    Xd = X.toarray().astype(np.float64)
+    tol = 1e-13 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(csr.row_dots(X, w), Xd @ w, rtol=tol, atol=tol)
+    np.testing.assert_allclose(csr.row_sqnorms(X), (Xd ** 2).sum(1), rtol=tol)
+    c = np.random.default_rng(2).normal(size=60)
+    np.testing.assert_allclose(csr.rows_axpy(X, c), Xd.T @ c, rtol=tol, atol=tol)
+
+
+def test_has_duplicates():
+    X = sp.csr_matrix((np.ones(4), np.array([2, 0, 1, 1]), np.array([0, 2, 4])), shape=(2, 3))
+    assert csr.has_duplicates(X.indices, X.indptr, 3)
+    X = sp.csr_matrix((np.ones(4), np.array([2, 0, 1, 2]), np.array([0, 2, 4])), shape=(2, 3))
+    assert not csr.has_duplicates(X.indices, X.indptr, 3)
