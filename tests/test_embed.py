@@ -1,0 +1,92 @@
+"""A user extension that cimports the SDCA loop through dualsolve.get_include() reproduces
+train_sdca exactly (same seed, same iterates)."""
+import importlib.util
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dualsolve as ds
+
+pytest.importorskip("Cython")
+pytest.importorskip("setuptools")
+
+PYX = textwrap.dedent('''
+    # cython: language_level=3, boundscheck=False, wraparound=False
+    import numpy as np
+    from libc.stdint cimport int32_t
+    from dualsolve._core.losses cimport Loss, LOSS_LOGISTIC
+    from dualsolve.sdca._sdca cimport (SdcaProblem, SdcaOptions, SdcaResult, sdca_run,
+                                       sdca_default_options)
+
+    def solve(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
+              double[::1] y, double lam, double tol, Py_ssize_t max_epochs, unsigned long long seed):
+        cdef Py_ssize_t n = y.shape[0]
+        w = np.zeros(d)
+        alpha = np.zeros(n)
+        work = np.zeros((2, n))
+        index = np.zeros(n, dtype=np.intp)
+        cdef double[::1] wv = w, av = alpha, sq = work[0], zz = work[1]
+        cdef Py_ssize_t[::1] iv = index
+        cdef SdcaProblem P
+        cdef SdcaOptions opt = sdca_default_options()
+        cdef SdcaResult res
+        P.n = n; P.d = d; P.y = &y[0]; P.lam = lam; P.bias = 0.0
+        P.loss.kind = LOSS_LOGISTIC; P.loss.param = 0.0
+        P.w = &wv[0]; P.alpha = &av[0]; P.sqnorm = &sq[0]; P.z = &zz[0]; P.index = &iv[0]
+        opt.tol = tol; opt.max_epochs = max_epochs; opt.seed = seed
+        with nogil:
+            sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, NULL, NULL)
+        return w, alpha, res.status, res.n_epochs, res.gap
+''')
+
+SETUP = textwrap.dedent('''
+    import numpy
+    from setuptools import setup, Extension
+    from Cython.Build import cythonize
+    inc = [INCLUDE, numpy.get_include()]
+    setup(ext_modules=cythonize([Extension("embed_sdca", ["embed_sdca.pyx"], include_dirs=inc)],
+                                include_path=[INCLUDE], quiet=True))
+''')
+
+
+@pytest.fixture(scope="module")
+def embed_module(tmp_path_factory):
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("embed")
+    (d / "embed_sdca.pyx").write_text(PYX)
+    # the include directory is what a user gets from dualsolve.get_include()
+    (d / "setup.py").write_text(SETUP.replace("INCLUDE", repr(ds.get_include())))
+    r = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    so = next(p for p in d.iterdir() if p.name.startswith("embed_sdca") and p.suffix in (".so", ".pyd"))
+    spec = importlib.util.spec_from_file_location("embed_sdca", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_installed_pxd_files_are_found():
+    import os
+    inc = ds.get_include()
+    for rel in ["dualsolve/_core/csr.pxd", "dualsolve/_core/losses.pxd", "dualsolve/_core/rng.pxd",
+                "dualsolve/sdca/_sdca.pxd"]:
+        assert os.path.exists(os.path.join(inc, rel)), rel
+
+
+def test_cimported_loop_gives_the_same_w(embed_module, a9a):
+    X, y = a9a
+    X, y = X[:5000].tocsr(), y[:5000]
+    lam = 1.0 / X.shape[0]
+    m = ds.train_sdca(X, y, loss="logistic", lam=lam, tol=1e-9, max_epochs=300, seed=11)
+    w, alpha, status, n_epochs, gap = embed_module.solve(
+        X.data, X.indices, X.indptr, X.shape[1], y, lam, 1e-9, 300, 11)
+    assert status == 0 and n_epochs == m.n_epochs
+    np.testing.assert_array_equal(w, m.coef)
+    np.testing.assert_array_equal(alpha, m.dual)
+    assert gap == m.history["gap"][-1]
