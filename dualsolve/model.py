@@ -141,6 +141,9 @@ class Model:
 
 def load_model(path):
     """Read a model written by :meth:`Model.save`."""
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":        # every .npz is a zip archive
+            raise ValueError(f"{path!s} is not a dualsolve model file (not an .npz archive)")
     with np.load(path, allow_pickle=False) as z:
         if "meta" not in z.files:
             raise ValueError(f"{path!s} is not a dualsolve model file (no 'meta' entry)")

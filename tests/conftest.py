@@ -11,6 +11,15 @@ import scipy.sparse as sp
 
 import dualsolve
 
+try:
+    import dualsolve.sdca._sdca  # noqa: F401  (a compiled module)
+except ImportError as exc:       # pragma: no cover
+    raise ImportError(
+        f"dualsolve imported from {dualsolve.__file__} has no compiled extensions: install it "
+        "(pip install '.[test]') and run `pytest` (not `python -m pytest`, which puts the "
+        "source tree first on sys.path), or build in place with "
+        "`python setup.py build_ext --inplace`") from exc
+
 
 @pytest.fixture(scope="session")
 def a9a():

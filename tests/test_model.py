@@ -60,6 +60,10 @@ def test_load_rejects_other_files(tmp_path):
     np.savez(p, a=np.zeros(3))
     with pytest.raises(ValueError, match="not a dualsolve model"):
         ds.load_model(p)
+    t = tmp_path / "x.txt"
+    t.write_text("solver_type L2R_LR\n")
+    with pytest.raises(ValueError, match="not a dualsolve model"):
+        ds.load_model(t)
 
 
 def test_decision_function_input_checks(model, heart):

@@ -260,14 +260,16 @@ cdef inline double _logistic_step(double y, double z, double a0, double A) noexc
             hi = t
         else:
             lo = t
+        if hi - lo <= 1e-15 * (1.0 + fabs(t)):
+            break
         fp = 1.0 + A * s * sm
         tn = t - f / fp
         if not (tn > lo and tn < hi):
             tn = 0.5 * (lo + hi)
-        # quadratic convergence: once a step is this small the next one is below rounding
-        if fabs(tn - t) <= 1e-9 * (1.0 + fabs(t)):
-            t = tn
-            break
+        elif fabs(tn - t) <= 1e-9 * (1.0 + fabs(t)):
+            # quadratic convergence: the next step would be below rounding. a(t) moves by
+            # a'(t) (tn - t) = s sm (tn - t) up to (tn - t)^2 / 8 < 1e-18: no new exp needed.
+            return (c1 * s - c2 * sm) + s * sm * (tn - t)
         t = tn
     sigmoid_pair(t, &s, &sm)
     return c1 * s - c2 * sm

@@ -99,53 +99,61 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, const SdcaOptions* opt) noexcept nogil:
     """One pass of exact coordinate steps over the active rows."""
-    cdef Py_ssize_t k = 0, pos, i, start, nnz, step = 0, nxt
-    cdef Py_ssize_t n_steps = P.n_active
+    # struct fields in locals: the compiler cannot keep them in registers across the
+    # stores into w otherwise
+    cdef double* w = P.w
+    cdef double* alpha = P.alpha
+    cdef const double* y = P.y
+    cdef const double* sqnorm = P.sqnorm
+    cdef Py_ssize_t* index = P.index
+    cdef Py_ssize_t n_active = P.n_active, d = P.d
+    cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
+    cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
     cdef bint shrink = opt.shrinking != 0
-    cdef double scale = 1.0 / (P.lam * P.n)
+    cdef Py_ssize_t k = 0, pos, i, start, nnz, step = 0, nxt
+    cdef Py_ssize_t n_steps = n_active
     cdef double z, a0, a, delta, lo, hi, G, pg
     cdef double pg_max = -INFINITY, pg_min = INFINITY
-    cdef double* w = P.w
     if permute:
-        rng_shuffle(&P.rng, P.index, P.n_active)
+        rng_shuffle(&P.rng, index, n_active)
     while True:
         if permute:
-            if k >= P.n_active:
+            if k >= n_active:
                 break
             pos = k
+            if pos + 2 < n_active:
+                nxt = index[pos + 2]
+                prefetch_row(data + indptr[nxt], indices + indptr[nxt], indptr[nxt + 1] - indptr[nxt])
         else:
-            if step >= n_steps or P.n_active == 0:
+            if step >= n_steps or n_active == 0:
                 break
-            pos = <Py_ssize_t>rng_below(&P.rng, <unsigned long long>P.n_active)
+            pos = <Py_ssize_t>rng_below(&P.rng, <unsigned long long>n_active)
             step += 1
-        i = P.index[pos]
-        if permute and pos + 2 < P.n_active:
-            nxt = P.index[pos + 2]
-            prefetch_row(data + indptr[nxt], indices + indptr[nxt], indptr[nxt + 1] - indptr[nxt])
+        i = index[pos]
         start = indptr[i]
         nnz = indptr[i + 1] - start
         z = sparse_dot(data + start, indices + start, nnz, w)
-        if P.bias != 0.0:
-            z += P.bias * w[P.d]
-        a0 = P.alpha[i]
-        if shrink and _shrinkable(P, P.y[i]):
-            loss_dual_bounds(&P.loss, P.y[i], &lo, &hi)
-            G = z + loss_conj_deriv_binary(&P.loss, a0, P.y[i])
+        if bias != 0.0:
+            z += bias * w[d]
+        a0 = alpha[i]
+        if shrink and _shrinkable(P, y[i]):
+            loss_dual_bounds(&P.loss, y[i], &lo, &hi)
+            G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
             pg = G
             if a0 <= lo:
-                if G > P.pg_max_old:
-                    P.n_active -= 1
-                    P.index[pos] = P.index[P.n_active]
-                    P.index[P.n_active] = i
+                if G > pg_max_old:
+                    n_active -= 1
+                    index[pos] = index[n_active]
+                    index[n_active] = i
                     continue
                 if pg > 0.0:
                     pg = 0.0
             elif a0 >= hi:
-                if G < P.pg_min_old:
-                    P.n_active -= 1
-                    P.index[pos] = P.index[P.n_active]
-                    P.index[P.n_active] = i
+                if G < pg_min_old:
+                    n_active -= 1
+                    index[pos] = index[n_active]
+                    index[n_active] = i
                     continue
                 if pg < 0.0:
                     pg = 0.0
@@ -153,14 +161,15 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 pg_max = pg
             if pg < pg_min:
                 pg_min = pg
-        a = loss_dual_step(&P.loss, P.y[i], z, a0, P.sqnorm[i] * scale)
+        a = loss_dual_step(&P.loss, y[i], z, a0, sqnorm[i] * scale)
         delta = a - a0
         if delta != 0.0:
-            P.alpha[i] = a
+            alpha[i] = a
             sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
-            if P.bias != 0.0:
-                w[P.d] += delta * scale * P.bias
+            if bias != 0.0:
+                w[d] += delta * scale * bias
         k += 1
+    P.n_active = n_active
     # liblinear's thresholds: shrink next epoch only against this epoch's extreme violations
     P.pg_max_old = pg_max if pg_max > 0.0 else INFINITY
     P.pg_min_old = pg_min if pg_min < 0.0 else -INFINITY
