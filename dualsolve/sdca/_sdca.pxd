@@ -35,10 +35,12 @@ cdef enum:
     SDCA_STOPPED = 2          # the hook asked to stop (callback, Ctrl-C)
 
 
-# Called after every epoch (and once for the starting point, epoch 0). Return 0 to go on,
-# anything else to stop. May acquire the GIL inside.
+# Called after every epoch (and once for the starting point, epoch 0). primal, dual and gap
+# are NaN for an epoch without an exact check; gap_estimate is the gap seen during the
+# pass (NaN at epoch 0 and when every epoch is checked). Return 0 to go on, anything else
+# to stop. May acquire the GIL inside.
 ctypedef int (*sdca_hook)(void* ctx, Py_ssize_t epoch, double primal, double dual,
-                          double gap, Py_ssize_t n_active) noexcept nogil
+                          double gap, double gap_estimate, Py_ssize_t n_active) noexcept nogil
 
 
 ctypedef struct SdcaProblem:
@@ -56,12 +58,19 @@ ctypedef struct SdcaProblem:
     Py_ssize_t n_active
     double pg_max_old         # shrinking thresholds of the previous epoch (liblinear's)
     double pg_min_old
+    double pass_gap           # sum over the rows visited in the last pass of their
+                              # Fenchel-Young gap F_i = phi(z_i) + h(a_i) + a_i z_i, before the step
+    double shrunk_gap         # sum of F_j over shrunk rows (scores of the last check)
+    double pass_work          # nonzeros touched by the last pass
     rng_state rng
 
 
 ctypedef struct SdcaOptions:
     double tol                # stop when gap <= tol * P(0)
     Py_ssize_t max_epochs
+    Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): when the gap seen
+                              # during the pass reaches tol, or when the passes since the last
+                              # check have cost 4 checks
     int shrinking             # 1: drop rows stuck at a bound (bounded losses, labels +-1)
     int sampling              # SAMPLE_PERMUTATION or SAMPLE_UNIFORM
     uint64_t seed

@@ -11,7 +11,7 @@ incremental rounding drift) and the gap re-checked before stopping: the final ga
 certificate.
 """
 from cpython.exc cimport PyErr_CheckSignals
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
@@ -31,6 +31,7 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     cdef SdcaOptions o
     o.tol = 1e-6
     o.max_epochs = 1000
+    o.check_every = 0
     o.shrinking = 1
     o.sampling = SAMPLE_PERMUTATION
     o.seed = 0
@@ -41,6 +42,12 @@ cdef inline bint _shrinkable(const SdcaProblem* P, double y) noexcept nogil:
     """Shrinking needs a bounded dual domain and a binary label (no interior kink)."""
     return ((P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
              or P.loss.kind == LOSS_SQUARED_HINGE) and (y == 1.0 or y == -1.0))
+
+
+cdef inline double _fenchel_young(const SdcaProblem* P, double z, double a,
+                                  double y) noexcept nogil:
+    """F = phi(z) + h(a) + a z >= 0: the row's share of the duality gap."""
+    return loss_value(&P.loss, z, y) + loss_conj(&P.loss, a, y) + a * z
 
 
 cdef inline double _row_score(const floating* data, const index_t* indices,
@@ -84,6 +91,7 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
     dual[0] = -conj_sum / P.n - 0.5 * P.lam * wn
     gap[0] = (loss_sum + conj_sum) / P.n + P.lam * wn
     pos = P.n_active
+    P.shrunk_gap = 0.0
     while pos < P.n:
         i = P.index[pos]
         a = P.alpha[i]
@@ -93,6 +101,8 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
             P.index[pos] = P.index[P.n_active]
             P.index[P.n_active] = i
             P.n_active += 1
+        else:
+            P.shrunk_gap += _fenchel_young(P, P.z[i], a, P.y[i])
         pos += 1
 
 
@@ -111,9 +121,11 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
     cdef bint shrink = opt.shrinking != 0
+    cdef bint estimate = opt.check_every != 1
+    cdef double pass_gap = 0.0, work = 0.0
     cdef Py_ssize_t k = 0, pos, i, start, nnz, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a0, a, delta, lo, hi, G, pg
+    cdef double z, a0, a, delta, lo, hi, G, pg, F = 0.0
     cdef double pg_max = -INFINITY, pg_min = INFINITY
     if permute:
         rng_shuffle(&P.rng, index, n_active)
@@ -137,6 +149,9 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         if bias != 0.0:
             z += bias * w[d]
         a0 = alpha[i]
+        work += nnz + 8
+        if estimate:
+            F = _fenchel_young(P, z, a0, y[i])
         if shrink and _shrinkable(P, y[i]):
             loss_dual_bounds(&P.loss, y[i], &lo, &hi)
             G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
@@ -146,6 +161,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                     n_active -= 1
                     index[pos] = index[n_active]
                     index[n_active] = i
+                    if estimate:
+                        P.shrunk_gap += F
                     continue
                 if pg > 0.0:
                     pg = 0.0
@@ -154,6 +171,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                     n_active -= 1
                     index[pos] = index[n_active]
                     index[n_active] = i
+                    if estimate:
+                        P.shrunk_gap += F
                     continue
                 if pg < 0.0:
                     pg = 0.0
@@ -161,6 +180,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 pg_max = pg
             if pg < pg_min:
                 pg_min = pg
+        if estimate:
+            pass_gap += F
         a = loss_dual_step(&P.loss, y[i], z, a0, sqnorm[i] * scale)
         delta = a - a0
         if delta != 0.0:
@@ -169,6 +190,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             if bias != 0.0:
                 w[d] += delta * scale * bias
         k += 1
+    P.pass_gap = pass_gap
+    P.pass_work = work
     P.n_active = n_active
     # liblinear's thresholds: shrink next epoch only against this epoch's extreme violations
     P.pg_max_old = pg_max if pg_max > 0.0 else INFINITY
@@ -180,8 +203,9 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                   sdca_hook hook, void* ctx) noexcept nogil:
     """Solve to ``gap <= tol * P(0)`` or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
-    cdef double primal, dual, gap, p0 = 0.0, target
-    cdef int stop = 0
+    cdef double primal, dual, gap, p0 = 0.0, target, estimate
+    cdef double check_cost = <double>indptr[P.n] + 8.0 * P.n, work_since_check = 0.0
+    cdef bint checked
     for i in range(P.n):
         start = indptr[i]
         P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start) + P.bias * P.bias
@@ -191,6 +215,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     P.n_active = P.n
     P.pg_max_old = INFINITY
     P.pg_min_old = -INFINITY
+    P.shrunk_gap = 0.0
     rng_seed(&P.rng, opt.seed)
     target = opt.tol * p0
     res.p0 = p0
@@ -201,19 +226,35 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     epoch = 0
     if gap <= target:
         res.status = SDCA_CONVERGED
-    if hook != NULL and hook(ctx, 0, primal, dual, gap, P.n_active) != 0:
+    if hook != NULL and hook(ctx, 0, primal, dual, gap, NAN, P.n_active) != 0:
         res.status = SDCA_STOPPED
     while res.status == SDCA_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         _epoch(data, indices, indptr, P, opt)
-        _check(data, indices, indptr, P, &primal, &dual, &gap)
-        if gap <= target or epoch == opt.max_epochs:
-            # certify: remove the rounding drift of the incremental w, then re-check
-            _resync(data, indices, indptr, P)
+        work_since_check += P.pass_work
+        estimate = NAN
+        if opt.check_every == 1:
+            checked = True
+        else:
+            estimate = (P.pass_gap + P.shrunk_gap) / P.n
+            if opt.check_every > 1:
+                checked = epoch % opt.check_every == 0
+            else:
+                # auto: check when the pass says we may be done, or when skipping more
+                # checks would save less than a fifth of the time
+                checked = work_since_check >= 4.0 * check_cost
+            checked = checked or estimate <= target or epoch == opt.max_epochs
+        if checked:
+            work_since_check = 0.0
             _check(data, indices, indptr, P, &primal, &dual, &gap)
-            if gap <= target:
-                res.status = SDCA_CONVERGED
-        if hook != NULL and hook(ctx, epoch, primal, dual, gap, P.n_active) != 0:
+            if gap <= target or epoch == opt.max_epochs:
+                # certify: remove the rounding drift of the incremental w, then re-check
+                _resync(data, indices, indptr, P)
+                _check(data, indices, indptr, P, &primal, &dual, &gap)
+                if gap <= target:
+                    res.status = SDCA_CONVERGED
+        if hook != NULL and hook(ctx, epoch, primal if checked else NAN, dual if checked else NAN,
+                                 gap if checked else NAN, estimate, P.n_active) != 0:
             if res.status != SDCA_CONVERGED:
                 res.status = SDCA_STOPPED
     res.n_epochs = epoch
@@ -245,24 +286,25 @@ cdef class _Monitor:
 
 
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
-                      Py_ssize_t n_active) noexcept nogil:
+                      double gap_estimate, Py_ssize_t n_active) noexcept nogil:
     with gil:
-        return _python_hook_gil(<_Monitor>ctx, epoch, primal, dual, gap, n_active)
+        return _python_hook_gil(<_Monitor>ctx, epoch, primal, dual, gap, gap_estimate, n_active)
 
 
 cdef int _python_hook_gil(_Monitor mon, Py_ssize_t epoch, double primal, double dual,
-                          double gap, Py_ssize_t n_active):
+                          double gap, double gap_estimate, Py_ssize_t n_active):
     cdef double t = time.perf_counter() - mon.t0
-    mon.rows.append((epoch, t, primal, dual, gap, n_active))
+    mon.rows.append((epoch, t, primal, dual, gap, gap_estimate, n_active))
     try:
         if mon.verbose:
             if epoch == 0:
-                print(f"{'epoch':>6} {'primal':>22} {'dual':>22} {'gap':>10} {'active':>9} {'seconds':>9}")
-            print(f"{epoch:6d} {primal:22.15e} {dual:22.15e} {gap:10.3e} {n_active:9d} {t:9.3f}",
-                  flush=True)
+                print(f"{'epoch':>6} {'primal':>22} {'dual':>22} {'gap':>10} {'gap~':>10} "
+                      f"{'active':>9} {'seconds':>9}")
+            print(f"{epoch:6d} {primal:22.15e} {dual:22.15e} {gap:10.3e} {gap_estimate:10.3e} "
+                  f"{n_active:9d} {t:9.3f}", flush=True)
         if mon.callback is not None:
             info = dict(epoch=epoch, time=t, primal=primal, dual=dual, gap=gap,
-                        n_active=n_active, coef=mon.w_view)
+                        gap_estimate=gap_estimate, n_active=n_active, coef=mon.w_view)
             if mon.callback(info):
                 return 1
         if PyErr_CheckSignals() != 0:
@@ -276,7 +318,8 @@ cdef int _python_hook_gil(_Monitor mon, Py_ssize_t epoch, double primal, double 
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
          double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
-         bint shrinking, int sampling, unsigned long long seed, int verbose, callback):
+         Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
+         int verbose, callback):
     """Run sdca_run on validated arrays (w and alpha are written in place).
 
     Returns (status, n_epochs, primal, dual, gap, p0, history_rows).
@@ -307,6 +350,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     P.index = &index_v[0]
     opt.tol = tol
     opt.max_epochs = max_epochs
+    opt.check_every = check_every
     opt.shrinking = shrinking
     opt.sampling = sampling
     opt.seed = seed
