@@ -244,7 +244,7 @@ cdef inline double _logistic_step(double y, double z, double a0, double A) noexc
     cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y)
     cdef double p0 = a0 + c2, q0 = c1 - a0
     cdef double lo = -z - A * q0, hi = -z + A * p0
-    cdef double t, f, fp, s, sm, tn
+    cdef double t, f, fp, s, sm, a, tn
     cdef int it
     if p0 > 0.0 and q0 > 0.0:
         t = log(p0 / q0)
@@ -253,23 +253,22 @@ cdef inline double _logistic_step(double y, double z, double a0, double A) noexc
     t = clip(t, lo, hi)
     for it in range(100):
         sigmoid_pair(t, &s, &sm)
-        f = t + z + A * ((c1 * s - c2 * sm) - a0)
-        if f == 0.0:
-            break
+        a = c1 * s - c2 * sm
+        f = t + z + A * (a - a0)
+        fp = 1.0 + A * s * sm
+        # f' >= 1, so |t - t*| <= |f|: once f is this small, one Newton correction taken to
+        # first order in a (a' = s sm) is exact to rounding, without another exp
+        if fabs(f) <= 1e-9 * (1.0 + fabs(t)):
+            return a - s * sm * (f / fp)
         if f > 0.0:
             hi = t
         else:
             lo = t
-        if hi - lo <= 1e-15 * (1.0 + fabs(t)):
-            break
-        fp = 1.0 + A * s * sm
         tn = t - f / fp
         if not (tn > lo and tn < hi):
             tn = 0.5 * (lo + hi)
-        elif fabs(tn - t) <= 1e-9 * (1.0 + fabs(t)):
-            # quadratic convergence: the next step would be below rounding. a(t) moves by
-            # a'(t) (tn - t) = s sm (tn - t) up to (tn - t)^2 / 8 < 1e-18: no new exp needed.
-            return (c1 * s - c2 * sm) + s * sm * (tn - t)
+        if hi - lo <= 1e-15 * (1.0 + fabs(t)):
+            break
         t = tn
     sigmoid_pair(t, &s, &sm)
     return c1 * s - c2 * sm

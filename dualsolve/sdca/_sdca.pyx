@@ -30,7 +30,7 @@ from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 cdef SdcaOptions sdca_default_options() noexcept nogil:
     cdef SdcaOptions o
     o.tol = 1e-6
-    o.max_epochs = 1000
+    o.max_epochs = 5000
     o.check_every = 0
     o.shrinking = 1
     o.sampling = SAMPLE_PERMUTATION

@@ -12,7 +12,7 @@ _STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
 
 
 def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
-               intercept_scaling=1.0, smoothing=None, tol=1e-6, max_epochs=1000,
+               intercept_scaling=1.0, smoothing=None, tol=1e-6, max_epochs=5000,
                check_every="auto", shrinking=True, sampling="permutation", seed=0, verbose=0, callback=None,
                warm_start=None):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
