@@ -167,7 +167,7 @@ def test_verbose_and_quiet(heart_file, tmp_path, capsys):
     assert len(epoch_lines) == model.n_epochs + 1           # epoch 0 .. n_epochs
     last = epoch_lines[-1].split()
     assert int(last[0]) == model.n_epochs
-    assert float(last[1]) == model.history["primal"][-1]   # printed with 16 digits
+    assert float(last[1]) == pytest.approx(model.history["primal"][-1], rel=1e-15)
     rc, out, err = run(["train", "-q", "-m", 1, "-e", 0, path, tmp_path / "m"], capsys)
     assert (rc, out, err) == (0, "", "")
 
@@ -418,7 +418,7 @@ def test_help_documents_every_flag(capsys):
         assert flag in out
     assert "lam = 1/(C n)" in out
     assert "P(w) = (1/n) sum_i loss(y_i, x_i.w) + (lam/2) ||w||^2" in out
-    assert "default: 1e-06" in out and "default: 1000" in out   # train_sdca's defaults
+    assert "default: 1e-06" in out and "default: 5000" in out   # train_sdca's defaults
     rc, out, _ = run(["predict", "-h"], capsys)
     assert rc == 0 and "-b {0,1}" in out and "output_file" in out and "-q" in out
     rc, out, _ = run(["demo", "-h"], capsys)

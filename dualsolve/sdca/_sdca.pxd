@@ -61,6 +61,7 @@ ctypedef struct SdcaProblem:
     double pass_gap           # sum over the rows visited in the last pass of their
                               # Fenchel-Young gap F_i = phi(z_i) + h(a_i) + a_i z_i, before the step
     double shrunk_gap         # sum of F_j over shrunk rows (scores of the last check)
+    double pass_cost          # work of the last pass: sum over visited rows of nnz + 16
     rng_state rng
 
 
@@ -69,7 +70,7 @@ ctypedef struct SdcaOptions:
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): when the gap seen
                               # during the pass predicts tol, or when the passes since the
-                              # last check took 4 times as long as a check
+                              # last check did 4 times the work of a check
     int shrinking             # 1: drop rows stuck at a bound (bounded losses, labels +-1)
     int sampling              # SAMPLE_PERMUTATION or SAMPLE_UNIFORM
     uint64_t seed

@@ -14,7 +14,6 @@ from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from libc.time cimport clock, clock_t
 
 import time
 
@@ -126,7 +125,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     # the estimate samples every stride-th visit (a random subset, the order being random):
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
     cdef Py_ssize_t stride = 1 + n_active // 4096, visits = 0, sampled = 0
-    cdef double pass_gap = 0.0
+    cdef double pass_gap = 0.0, cost = 0.0
     cdef Py_ssize_t k = 0, pos, i, start, nnz, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
     cdef double z, a0, a, delta, lo, hi, G, pg
@@ -153,6 +152,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         if bias != 0.0:
             z += bias * w[d]
         a0 = alpha[i]
+        cost += nnz + 16
         if shrink and _shrinkable(P, y[i]):
             loss_dual_bounds(&P.loss, y[i], &lo, &hi)
             G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
@@ -195,6 +195,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 w[d] += delta * scale * bias
         k += 1
     P.pass_gap = pass_gap * visits / sampled if sampled > 0 else 0.0
+    P.pass_cost = cost
     P.n_active = n_active
     # liblinear's thresholds: shrink next epoch only against this epoch's extreme violations
     P.pg_max_old = pg_max if pg_max > 0.0 else INFINITY
@@ -207,8 +208,9 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     """Solve to ``gap <= tol * P(0)`` or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
     cdef double primal, dual, gap, p0 = 0.0, target, estimate, prev_estimate = NAN, predicted
-    cdef clock_t t_start
-    cdef double check_time, pass_time_since_check = 0.0
+    # deterministic cost model (the check schedule must not depend on timing: with
+    # shrinking it changes the iterates): a row costs its nonzeros plus a constant
+    cdef double check_cost = <double>indptr[P.n] + 16.0 * P.n, pass_cost_since_check = 0.0
     cdef bint checked
     for i in range(P.n):
         start = indptr[i]
@@ -226,9 +228,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     res.status = SDCA_MAX_EPOCHS
 
     _resync(data, indices, indptr, P)
-    t_start = clock()
     _check(data, indices, indptr, P, &primal, &dual, &gap)
-    check_time = <double>(clock() - t_start)
     epoch = 0
     if gap <= target:
         res.status = SDCA_CONVERGED
@@ -236,9 +236,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         res.status = SDCA_STOPPED
     while res.status == SDCA_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
-        t_start = clock()
         _epoch(data, indices, indptr, P, opt)
-        pass_time_since_check += <double>(clock() - t_start)
+        pass_cost_since_check += P.pass_cost
         estimate = NAN
         if opt.check_every == 1:
             checked = True
@@ -254,14 +253,12 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                 checked = epoch % opt.check_every == 0
             else:
                 # auto: also check once skipping more checks would save under a fifth of
-                # the time spent in passes
-                checked = pass_time_since_check >= 4.0 * check_time
+                # the work spent in passes
+                checked = pass_cost_since_check >= 4.0 * check_cost
             checked = checked or predicted <= target or epoch == opt.max_epochs
         if checked:
-            pass_time_since_check = 0.0
-            t_start = clock()
+            pass_cost_since_check = 0.0
             _check(data, indices, indptr, P, &primal, &dual, &gap)
-            check_time = <double>(clock() - t_start)
             if gap <= target or epoch == opt.max_epochs:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 _resync(data, indices, indptr, P)
