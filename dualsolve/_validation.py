@@ -15,14 +15,16 @@ class ConvergenceWarning(UserWarning):
 
 
 class CSRInput:
-    """The three CSR arrays of a checked matrix plus its shape (views, not copies)."""
+    """The three CSR arrays of a checked matrix plus its shape (views, not copies), and the
+    squared row norms computed by the validating pass (None when it was skipped)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "source")
+    __slots__ = ("data", "indices", "indptr", "shape", "source", "sqnorm")
 
-    def __init__(self, data, indices, indptr, shape, source):
+    def __init__(self, data, indices, indptr, shape, source, sqnorm=None):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = shape
         self.source = source        # the matrix the arrays belong to (keeps them alive)
+        self.sqnorm = sqnorm
 
 
 def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
@@ -39,12 +41,6 @@ def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
     if sp.issparse(X):
         if X.format != "csr":
             X = X.tocsr()
-        elif _has_duplicate_entries(X):
-            # the solvers' precomputed row norms assume each column once per row
-            warnings.warn(f"{name} has duplicate entries in some rows; summing them in a copy "
-                          f"(call {name}.sum_duplicates() once to avoid this copy)", stacklevel=3)
-            X = X.copy()
-            X.sum_duplicates()
     else:
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name} must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
@@ -69,32 +65,32 @@ def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
     itype = np.int64 if (indices.dtype == np.int64 or indptr.dtype == np.int64) else np.int32
     indices = np.ascontiguousarray(indices, dtype=itype)
     indptr = np.ascontiguousarray(indptr, dtype=itype)
-    if not allow_nonfinite and data.size and not np.isfinite(data).all():
-        bad = np.flatnonzero(~np.isfinite(data))[0]
-        row = int(np.searchsorted(indptr, bad, side="right") - 1)
-        raise ValueError(f"{name} contains NaN or infinity (first at row {row}, "
-                         f"column {int(indices[bad])}: {data[bad]})")
     n, d = X.shape
     if n == 0:
         raise ValueError(f"{name} has no rows (shape {X.shape})")
     if indptr.shape[0] != n + 1 or indptr[0] != 0 or indptr[-1] > data.shape[0]:
         raise ValueError(f"{name} is not a valid CSR matrix (indptr does not match its data)")
-    if indices.size and (indices.min() < 0 or indices.max() >= d):
+    if allow_nonfinite:
+        if indices.size and (indices.min() < 0 or indices.max() >= d):
+            raise ValueError(f"{name} has column indices outside [0, {d})")
+        return CSRInput(data, indices, indptr, (n, d), X)
+    # one pass: index range, NaN/inf, sortedness, and the row norms every solver needs
+    from dualsolve._core.csr import scan_rows, has_duplicates
+    sqnorm, bad, strict, lo, hi = scan_rows(data, indices, indptr)
+    if indices.size and (lo < 0 or hi >= d):
         raise ValueError(f"{name} has column indices outside [0, {d})")
-    return CSRInput(data, indices, indptr, (n, d), X)
-
-
-def _has_duplicate_entries(X):
-    if X.has_sorted_indices:
-        # sorted indices: a duplicate is two equal neighbours (vectorised, no copy of X)
-        same = X.indices[1:] == X.indices[:-1]
-        if not same.any():
-            return False
-        starts = np.zeros(X.indices.shape[0], dtype=bool)
-        starts[X.indptr[1:-1][X.indptr[1:-1] < X.indices.shape[0]]] = True
-        return bool((same & ~starts[1:]).any())
-    from dualsolve._core.csr import has_duplicates
-    return has_duplicates(X.indices, X.indptr.astype(X.indices.dtype, copy=False), X.shape[1])
+    if bad >= 0:
+        row = int(np.searchsorted(indptr, bad, side="right") - 1)
+        raise ValueError(f"{name} contains NaN or infinity (first at row {row}, "
+                         f"column {int(indices[bad])}: {data[bad]})")
+    if not strict and has_duplicates(indices, indptr, d):
+        # the precomputed row norms assume each column once per row
+        warnings.warn(f"{name} has duplicate entries in some rows; summing them in a copy "
+                      f"(call {name}.sum_duplicates() once to avoid this copy)", stacklevel=3)
+        X = sp.csr_matrix((data, indices, indptr), shape=(n, d), copy=True)
+        X.sum_duplicates()
+        return check_csr(X, name, dtype, allow_nonfinite)
+    return CSRInput(data, indices, indptr, (n, d), X, sqnorm)
 
 
 def check_labels(y, n_samples, task, name="y"):

@@ -37,6 +37,7 @@ PYX = textwrap.dedent('''
         P.n = n; P.d = d; P.y = &y[0]; P.lam = lam; P.bias = 0.0
         P.loss.kind = LOSS_LOGISTIC; P.loss.param = 0.0
         P.w = &wv[0]; P.alpha = &av[0]; P.sqnorm = &sq[0]; P.z = &zz[0]; P.index = &iv[0]
+        P.sqnorm_given = 0
         opt.tol = tol; opt.max_epochs = max_epochs; opt.seed = seed
         with nogil:
             sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, NULL, NULL)

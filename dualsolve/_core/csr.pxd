@@ -61,11 +61,15 @@ cdef inline double sparse_sqnorm(const floating* data, Py_ssize_t nnz) noexcept 
 
 cdef inline void prefetch_row(const floating* data, const index_t* ind,
                               Py_ssize_t nnz) noexcept nogil:
-    """Ask for the first cache lines of a row that will be used soon (rows visited in random
-    order defeat the hardware prefetcher; the rest of a long row streams in by itself)."""
-    DS_PREFETCH(data)
-    DS_PREFETCH(ind)
-    if nnz * <Py_ssize_t>sizeof(floating) > 64:
-        DS_PREFETCH(data + 64 // sizeof(floating))
-    if nnz * <Py_ssize_t>sizeof(index_t) > 64:
-        DS_PREFETCH(ind + 64 // sizeof(index_t))
+    """Ask for the cache lines of a row that will be used soon: rows visited in random order
+    defeat the hardware prefetcher. Long rows: the first lines only (the rest streams in)."""
+    cdef Py_ssize_t k = 0, m = nnz if nnz < 128 else 128
+    cdef Py_ssize_t step_d = 64 // <Py_ssize_t>sizeof(floating)
+    cdef Py_ssize_t step_i = 64 // <Py_ssize_t>sizeof(index_t)
+    while k < m:
+        DS_PREFETCH(data + k)
+        k += step_d
+    k = 0
+    while k < m:
+        DS_PREFETCH(ind + k)
+        k += step_i

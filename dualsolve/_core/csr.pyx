@@ -61,6 +61,61 @@ def rows_axpy(X, coef, w=None):
     return w
 
 
+def _scan(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          double[::1] sqnorm):
+    """One pass over X: squared row norms into sqnorm; returns (position of the first
+    non-finite value or -1, True when every row's indices strictly increase, smallest and
+    largest column index -- exact only when the rows are strictly increasing)."""
+    cdef Py_ssize_t i, k, start, end, bad = -1
+    cdef bint strict = True
+    cdef double s0, s1
+    cdef index_t lo = 0, hi = 0
+    if indices.shape[0] > 0:
+        lo = indices[0]
+        hi = indices[0]
+    with nogil:
+        for i in range(indptr.shape[0] - 1):
+            start = indptr[i]
+            end = indptr[i + 1]
+            s0 = 0.0
+            s1 = 0.0
+            k = start
+            while k + 1 < end:
+                s0 += <double>data[k] * data[k]
+                s1 += <double>data[k + 1] * data[k + 1]
+                k += 2
+            if k < end:
+                s0 += <double>data[k] * data[k]
+            sqnorm[i] = s0 + s1
+            if end > start:
+                if indices[start] < lo:
+                    lo = indices[start]
+                if indices[end - 1] > hi:
+                    hi = indices[end - 1]
+                if strict:
+                    for k in range(start + 1, end):
+                        if indices[k] <= indices[k - 1]:
+                            strict = False
+                            break
+            if not (sqnorm[i] <= 1.7976931348623157e308):   # inf or nan (or overflow)
+                if bad < 0:
+                    for k in range(start, end):
+                        if not (data[k] - data[k] == 0.0):
+                            bad = k
+                            break
+    return bad, strict, lo, hi
+
+
+def scan_rows(data, indices, indptr):
+    """(squared row norms, first non-finite position or -1, rows strictly sorted,
+    smallest column index, largest column index)."""
+    sqnorm = np.empty(indptr.shape[0] - 1)
+    bad, strict, lo, hi = _scan(data, indices, indptr, sqnorm)
+    if not strict and indices.shape[0]:
+        lo, hi = indices.min(), indices.max()
+    return sqnorm, bad, strict, lo, hi
+
+
 def _dup_scan(const index_t[::1] indices, const index_t[::1] indptr, Py_ssize_t d):
     cdef Py_ssize_t[::1] last = np.full(d, -1, dtype=np.intp)
     cdef Py_ssize_t i, k, j

@@ -246,14 +246,23 @@ cdef inline double _logistic_step(double y, double z, double a0, double A) noexc
     cdef double lo = -z - A * q0, hi = -z + A * p0
     cdef double t, f, fp, s, sm, a, tn
     cdef int it
+    cdef bint known = False
     if p0 > 0.0 and q0 > 0.0:
         t = log(p0 / q0)
+        known = lo <= t <= hi      # then sigmoid(t) = p0 and a(t) = a0: no exp needed
     else:
         t = -z
-    t = clip(t, lo, hi)
+    if not known:
+        t = clip(t, lo, hi)
     for it in range(100):
-        sigmoid_pair(t, &s, &sm)
-        a = c1 * s - c2 * sm
+        if known:
+            s = p0
+            sm = q0
+            a = a0
+            known = False
+        else:
+            sigmoid_pair(t, &s, &sm)
+            a = c1 * s - c2 * sm
         f = t + z + A * (a - a0)
         fp = 1.0 + A * s * sm
         # f' >= 1, so |t - t*| <= |f|: once f is this small, one Newton correction taken to

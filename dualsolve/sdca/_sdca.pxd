@@ -52,7 +52,8 @@ ctypedef struct SdcaProblem:
     double bias               # value of the implicit constant feature; 0 for none
     double* w                 # out: primal iterate, kept equal to X^T alpha / (lam n)
     double* alpha             # in/out: dual iterate (a warm start when nonzero)
-    double* sqnorm            # work, n: ||x_i||^2 + bias^2
+    double* sqnorm            # n: ||x_i||^2 (+ bias^2 added by sdca_run); work if not given
+    int sqnorm_given          # 1: sqnorm already holds ||x_i||^2 (e.g. from a validating pass)
     double* z                 # work, n: scores x_i.w at the last gap check
     Py_ssize_t* index         # work, n: active rows in [0, n_active), shrunk rows after
     Py_ssize_t n_active

@@ -106,6 +106,20 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
         pos += 1
 
 
+cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap) noexcept nogil:
+    """The check at alpha = 0 without touching X: w = 0, so every score is 0."""
+    cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef double loss_sum = 0.0, conj_sum = 0.0
+    memset(P.w, 0, dw * sizeof(double))
+    for i in range(P.n):
+        P.z[i] = 0.0
+        loss_sum += loss_value(&P.loss, 0.0, P.y[i])
+        conj_sum += loss_conj(&P.loss, 0.0, P.y[i])
+    primal[0] = loss_sum / P.n
+    dual[0] = -conj_sum / P.n
+    gap[0] = (loss_sum + conj_sum) / P.n
+
+
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, const SdcaOptions* opt) noexcept nogil:
     """One pass of exact coordinate steps over the active rows."""
@@ -211,10 +225,15 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     # deterministic cost model (the check schedule must not depend on timing: with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
     cdef double check_cost = <double>indptr[P.n] + 16.0 * P.n, pass_cost_since_check = 0.0
-    cdef bint checked
+    cdef bint checked, certify, cold = True
     for i in range(P.n):
-        start = indptr[i]
-        P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start) + P.bias * P.bias
+        if P.alpha[i] != 0.0:
+            cold = False
+    for i in range(P.n):
+        if not P.sqnorm_given:
+            start = indptr[i]
+            P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start)
+        P.sqnorm[i] += P.bias * P.bias
         P.index[i] = i
         p0 += loss_value(&P.loss, 0.0, P.y[i])
     p0 /= P.n
@@ -227,8 +246,11 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     res.p0 = p0
     res.status = SDCA_MAX_EPOCHS
 
-    _resync(data, indices, indptr, P)
-    _check(data, indices, indptr, P, &primal, &dual, &gap)
+    if cold:
+        _zero_start(P, &primal, &dual, &gap)
+    else:
+        _resync(data, indices, indptr, P)
+        _check(data, indices, indptr, P, &primal, &dual, &gap)
     epoch = 0
     if gap <= target:
         res.status = SDCA_CONVERGED
@@ -258,13 +280,18 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             checked = checked or predicted <= target or epoch == opt.max_epochs
         if checked:
             pass_cost_since_check = 0.0
+            # a check expected to succeed resyncs first and certifies in one go
+            certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
+            if certify:
+                _resync(data, indices, indptr, P)
             _check(data, indices, indptr, P, &primal, &dual, &gap)
-            if gap <= target or epoch == opt.max_epochs:
+            if gap <= target and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
+                certify = True
                 _resync(data, indices, indptr, P)
                 _check(data, indices, indptr, P, &primal, &dual, &gap)
-                if gap <= target:
-                    res.status = SDCA_CONVERGED
+            if certify and gap <= target:
+                res.status = SDCA_CONVERGED
         if hook != NULL and hook(ctx, epoch, primal if checked else NAN, dual if checked else NAN,
                                  gap if checked else NAN, estimate, P.n_active) != 0:
             if res.status != SDCA_CONVERGED:
@@ -331,7 +358,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
          double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
          Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
-         int verbose, callback):
+         int verbose, callback, sqnorm=None):
     """Run sdca_run on validated arrays (w and alpha are written in place).
 
     Returns (status, n_epochs, primal, dual, gap, p0, history_rows).
@@ -343,7 +370,12 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     w_view = np.asarray(w)
     w_view.flags.writeable = False
     cdef _Monitor mon = _Monitor(callback, verbose, w_view)
-    sqnorm = np.empty(n)
+    if sqnorm is None:
+        P.sqnorm_given = 0
+        sqnorm = np.empty(n)
+    else:
+        P.sqnorm_given = 1
+        sqnorm = np.array(sqnorm, dtype=np.float64)     # sdca_run adds bias^2 in place
     zbuf = np.empty(n)
     index = np.empty(n, dtype=np.intp)
     cdef double[::1] sqnorm_v = sqnorm, z_v = zbuf

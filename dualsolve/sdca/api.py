@@ -109,7 +109,8 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
 
     status, n_epochs, primal, dual, gap, p0, rows = _sdca._fit(
         Xc.data, Xc.indices, Xc.indptr, d, y_int, loss_name, param, lam, bias, w, alpha,
-        tol, max_epochs, check_code, bool(shrinking), sampling_code, seed, int(verbose), callback)
+        tol, max_epochs, check_code, bool(shrinking), sampling_code, seed, int(verbose), callback,
+        Xc.sqnorm)
 
     if status == 1:
         warn_not_converged("train_sdca", n_epochs, gap, tol * p0)
