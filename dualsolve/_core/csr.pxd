@@ -4,7 +4,9 @@
 Rows are passed as raw pointers (``data + indptr[i]``, ``indices + indptr[i]``, ``nnz``) so
 that the same helpers serve CSR rows, CSC columns and single sparse vectors. Data may be
 float32 or float64 and indices int32 or int64; sums are accumulated in double. Indices need
-not be sorted; duplicate entries act as their sum, as in scipy.
+not be sorted, but a row must not repeat a column: ``sparse_axpy`` groups its updates and
+``sparse_sqnorm`` squares entries one by one (``dualsolve._validation.check_csr`` sums
+duplicates before any solver sees X).
 """
 from libc.stdint cimport int32_t, int64_t
 
@@ -30,7 +32,8 @@ ctypedef fused index_t:
 
 cdef inline double sparse_dot(const floating* data, const index_t* ind, Py_ssize_t nnz,
                               const double* w) noexcept nogil:
-    """sum_k data[k] * w[ind[k]]. Two accumulators break the add dependency chain."""
+    """sum_k data[k] * w[ind[k]]. Two accumulators break the add dependency chain (four
+    measured slower on rcv1-like rows)."""
     cdef double s0 = 0.0, s1 = 0.0
     cdef Py_ssize_t k = 0
     while k + 1 < nnz:
@@ -44,10 +47,31 @@ cdef inline double sparse_dot(const floating* data, const index_t* ind, Py_ssize
 
 cdef inline void sparse_axpy(double a, const floating* data, const index_t* ind,
                              Py_ssize_t nnz, double* w) noexcept nogil:
-    """w[ind[k]] += a * data[k] for every stored entry."""
-    cdef Py_ssize_t k
-    for k in range(nnz):
+    """w[ind[k]] += a * data[k] for every stored entry.
+
+    Four loads before four stores: the compiler may not hoist a load above a store that
+    could alias it, and distinct indices within a row (checked when X is validated) make
+    the grouping exact."""
+    cdef Py_ssize_t k = 0
+    cdef index_t i0, i1, i2, i3
+    cdef double v0, v1, v2, v3
+    while k + 3 < nnz:
+        i0 = ind[k]
+        i1 = ind[k + 1]
+        i2 = ind[k + 2]
+        i3 = ind[k + 3]
+        v0 = w[i0] + a * data[k]
+        v1 = w[i1] + a * data[k + 1]
+        v2 = w[i2] + a * data[k + 2]
+        v3 = w[i3] + a * data[k + 3]
+        w[i0] = v0
+        w[i1] = v1
+        w[i2] = v2
+        w[i3] = v3
+        k += 4
+    while k < nnz:
         w[ind[k]] += a * data[k]
+        k += 1
 
 
 cdef inline double sparse_sqnorm(const floating* data, Py_ssize_t nnz) noexcept nogil:
