@@ -8,8 +8,9 @@ For each data set and loss (lam = 1/n unless --lam-scale says otherwise):
   tolerance sweep whose primal suboptimality (P(w) - P*)/P* reaches the target (median of
   3 repeats of that run), printed as a ratio to liblinear's dual solver; liblinear's data
   copy into its own format is built before its timer starts;
-* our epoch cost as a ratio to one ``X @ w`` (dense random w, median of 20): the pass alone
-  (gap checks disabled), and the average epoch of the timed run (passes plus its checks).
+* our epoch cost as a ratio to one ``X @ w`` (dense random w): the pass alone (gap checks
+  and shrinking off; median of paired pass / mat-vec ratios over 5 alternating rounds), and
+  the average epoch of the timed run (passes plus its checks, shrinking on).
 
 Usage::
 
@@ -53,21 +54,36 @@ def run_ours(X, y, lam, loss, tol, max_iter=5000, **kw):
                 n_checks=int(np.isfinite(h["gap"]).sum()), gap=float(h["gap"][-1]))
 
 
-def pass_time(X, y, lam, loss, epochs=(2, 10), repeat=3):
-    """Seconds per epoch of the pass alone: (T(E2) - T(E1)) / (E2 - E1) with no gap checks
-    between (check_every larger than E2, shrinking off), minimum over repeats."""
-    ts = []
-    for E in epochs:
-        best = np.inf
-        for _ in range(repeat):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                t0 = time.perf_counter()
-                dualsolve.train_sdca(X, y, loss=loss, lam=lam, tol=0, max_epochs=E,
-                                     check_every=10 * epochs[-1], shrinking=False)
-                best = min(best, time.perf_counter() - t0)
-        ts.append(best)
-    return (ts[1] - ts[0]) / (epochs[1] - epochs[0])
+def pass_time(X, y, lam, loss, epochs=12):
+    """Median seconds of one pass alone: the epoch-to-epoch times of a run without gap
+    checks (check_every beyond the run) and without shrinking, epochs 3 and later."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = dualsolve.train_sdca(X, y, loss=loss, lam=lam, tol=0, max_epochs=epochs,
+                                 check_every=10 * epochs, shrinking=False)
+    return float(np.median(np.diff(m.history["time"])[2:-1]))
+
+
+def epoch_ratio(X, y, lam, loss, repeat=5):
+    """(pass seconds, X@w seconds, median of the paired ratios), measured alternately."""
+    passes, mvs = [], []
+    for _ in range(repeat):
+        mvs.append(peers.matvec_time(X, repeat=10))
+        passes.append(pass_time(X, y, lam, loss))
+    ratios = np.array(passes) / np.array(mvs)
+    return float(np.median(passes)), float(np.median(mvs)), float(np.median(ratios))
+
+
+def paired_ratio(ours, theirs, repeat=7):
+    """Median of time ratios from alternating runs (the machine's speed drifts; pairs
+    taken back to back see the same machine)."""
+    ratios = []
+    for _ in range(repeat):
+        a = ours()
+        b = theirs()
+        ratios.append(a / b)
+    return dict(median=float(np.median(ratios)), min=float(np.min(ratios)),
+                max=float(np.max(ratios)), repeat=repeat)
 
 
 def bench_one(name, X, y, lam, loss, peer_names, verbose):
@@ -82,13 +98,18 @@ def bench_one(name, X, y, lam, loss, peer_names, verbose):
         if loss in peers.PEERS[p][1]:
             results[p] = peers.time_to_target(p, X, y, lam, loss, p_star, target, verbose=verbose)
     ours = results["dualsolve"]
+    base = results.get("liblinear-dual")
+    paired = None
+    if ours["reached"] and base and base["reached"]:
+        paired = paired_ratio(lambda: run_ours(X, y, lam, loss, ours["tol"])["time"],
+                              lambda: peers.run_liblinear(X, y, lam, loss, base["tol"])["time"])
     last = next((r for r in ours["runs"] if r["subopt"] <= target), ours["runs"][-1])
-    epoch = pass_time(X, y, lam, loss)
+    epoch, mv_paired, ratio = epoch_ratio(X, y, lam, loss)
     out = dict(name=name, loss=loss, lam=lam, lam_n=lam * X.shape[0], target=target,
                p_star=p_star, ref_rel_bound=ref["rel_bound"], matvec=mv,
-               pass_time=epoch, pass_matvecs=epoch / mv,
+               pass_time=epoch, pass_matvecs=ratio, matvec_paired=mv_paired,
                epoch_with_checks=(ours["time"] / last["n_iter"]) if ours["reached"] else None,
-               results=results)
+               paired_vs_liblinear=paired, results=results)
     return out
 
 
@@ -111,8 +132,13 @@ def table(out):
         else:
             lines.append(f"| {label} | not reached | - | - | - | - | best {r['subopt']:.1e} |")
     ew = out["epoch_with_checks"]
+    pr = out.get("paired_vs_liblinear")
+    if pr:
+        lines += ["", f"Paired, alternating runs at the tolerances above: dualsolve / "
+                      f"{DUAL_PEER[out['loss']]} = {pr['median']:.2f} (median of {pr['repeat']}; "
+                      f"min {pr['min']:.2f}, max {pr['max']:.2f})"]
     lines += ["", f"Our epoch: pass alone {out['pass_time'] * 1e3:.1f} ms = "
-                  f"{out['pass_matvecs']:.2f} X@w"
+                  f"{out['pass_matvecs']:.2f} X@w (paired median)"
               + (f"; average epoch of the timed run, checks included, {ew * 1e3:.1f} ms = "
                  f"{ew / mv:.2f} X@w" if ew else ""), ""]
     return "\n".join(lines)

@@ -71,7 +71,7 @@ ctypedef struct SdcaOptions:
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): when the gap seen
                               # during the pass predicts tol, or when the passes since the
-                              # last check did 4 times the work of a check
+                              # last check did 8 times the work of a check
     int shrinking             # 1: drop rows stuck at a bound (bounded losses, labels +-1)
     int sampling              # SAMPLE_PERMUTATION or SAMPLE_UNIFORM
     uint64_t seed

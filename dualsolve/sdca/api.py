@@ -65,7 +65,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
         when the gap seen during the pass (each row's Fenchel-Young gap just before its
         step, free to compute) reaches ``tol``, and otherwise often enough that checks cost
-        at most a fifth of the time; epochs without a check have NaN primal/dual/gap in
+        at most a ninth of the work; epochs without a check have NaN primal/dual/gap in
         ``history`` and the pass estimate in ``gap_estimate``. Whatever the setting, the
         solver stops only on an exact, certified gap.
     shrinking : bool
