@@ -462,18 +462,20 @@ def test_demo_helpers():
 
 # ------------------------------------------------------------------ entry point
 
-def test_python_m_dualsolve_help():
+def test_python_m_dualsolve_help(tmp_path):
+    # the package under test, whether installed or built in place; run from a neutral
+    # directory so that `-m` does not pick up a source checkout in the working directory
     root = os.path.dirname(os.path.dirname(os.path.abspath(dualsolve.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     r = subprocess.run([sys.executable, "-m", "dualsolve", "--help"], capture_output=True,
-                       text=True, env=env, timeout=120)
+                       text=True, env=env, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage: dualsolve ")
     for command in ("train", "predict", "demo"):
         assert command in r.stdout
     r = subprocess.run([sys.executable, "-m", "dualsolve", "train", "-c", "-1", "x"],
-                       capture_output=True, text=True, env=env, timeout=120)
+                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr == "dualsolve: error: argument -c: must be > 0, got '-1' " \
                        "(see 'dualsolve train -h')\n"

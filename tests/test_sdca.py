@@ -119,6 +119,7 @@ def test_initial_row_is_the_zero_solution(a9a_fits):
     assert m.params["p0"] == pytest.approx(np.log(2), rel=1e-14)
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_same_seed_same_iterates_other_seed_same_optimum(heart):
     X, y = heart
     a = ds.train_sdca(X, y, loss="squared_hinge", max_epochs=7, tol=0, seed=3)
@@ -143,6 +144,7 @@ def test_shrinking_and_sampling_do_not_change_the_optimum(heart, loss, reference
     assert max(p) - min(p) <= 2e-11 * fits[0].params["p0"]
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_check_every_epoch_fills_the_history(heart):
     X, y = heart
     m = ds.train_sdca(X, y, loss="squared_hinge", tol=1e-9, check_every=1)
@@ -207,6 +209,7 @@ def test_warm_start_outside_the_domain_is_rejected(heart):
         ds.train_sdca(X, y, warm_start=np.zeros(3))
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_callback_can_stop_and_sees_each_epoch(heart):
     X, y = heart
     seen = []
@@ -232,6 +235,7 @@ def test_callback_exception_propagates(heart):
         ds.train_sdca(X, y, callback=cb)
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_ctrl_c_interrupts_the_solve(heart):
     X, y = heart
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -250,6 +254,7 @@ def test_ctrl_c_interrupts_the_solve(heart):
     assert epochs[-1] == 2
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_verbose_prints_one_line_per_epoch(heart, capsys):
     X, y = heart
     m = ds.train_sdca(X, y, tol=0, max_epochs=4, verbose=1)
