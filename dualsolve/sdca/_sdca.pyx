@@ -134,7 +134,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
     cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
-    cdef bint shrink = opt.shrinking != 0
+    cdef bint shrink = opt.shrinking != 0, remove
     cdef bint estimate = opt.check_every != 1
     # the estimate samples every stride-th visit (a random subset, the order being random):
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
@@ -171,26 +171,23 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             loss_dual_bounds(&P.loss, y[i], &lo, &hi)
             G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
             pg = G
+            remove = False
             if a0 <= lo:
-                if G > pg_max_old:
-                    n_active -= 1
-                    index[pos] = index[n_active]
-                    index[n_active] = i
-                    if estimate:
-                        P.shrunk_gap += _fenchel_young(P, z, a0, y[i])
-                    continue
+                remove = G > pg_max_old
                 if pg > 0.0:
                     pg = 0.0
             elif a0 >= hi:
-                if G < pg_min_old:
-                    n_active -= 1
-                    index[pos] = index[n_active]
-                    index[n_active] = i
-                    if estimate:
-                        P.shrunk_gap += _fenchel_young(P, z, a0, y[i])
-                    continue
+                remove = G < pg_min_old
                 if pg < 0.0:
                     pg = 0.0
+            if remove:
+                # swap to the end of the active set; the position is visited again
+                n_active -= 1
+                index[pos] = index[n_active]
+                index[n_active] = i
+                if estimate:
+                    P.shrunk_gap += _fenchel_young(P, z, a0, y[i])
+                continue
             if pg > pg_max:
                 pg_max = pg
             if pg < pg_min:
