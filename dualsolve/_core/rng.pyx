@@ -38,3 +38,26 @@ def permutation(unsigned long long seed, Py_ssize_t n):
     if n > 0:
         rng_shuffle(&st, &o[0], n)
     return out
+
+
+def epoch_orders(unsigned long long seed, Py_ssize_t n, Py_ssize_t epochs):
+    """The row orders of the first ``epochs`` epochs of an SDCA solve with
+    ``sampling="permutation"`` and no shrinking: the index array is shuffled in place at the
+    start of every epoch (for NumPy twins of the solvers)."""
+    cdef rng_state st
+    rng_seed(&st, seed)
+    out = np.empty((epochs, n), dtype=np.intp)
+    order = np.arange(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] o = order
+    cdef Py_ssize_t e
+    for e in range(epochs):
+        if n > 0:
+            rng_shuffle(&st, &o[0], n)
+        out[e] = order
+    return out
+
+
+def uniform_draws(unsigned long long seed, Py_ssize_t n, Py_ssize_t epochs):
+    """The rows drawn by the first ``epochs`` epochs with ``sampling="uniform"`` and no
+    shrinking (n draws with replacement per epoch)."""
+    return random_below(seed, n, n * epochs).astype(np.intp).reshape(epochs, n)
