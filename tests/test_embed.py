@@ -20,7 +20,7 @@ PYX = textwrap.dedent('''
     from libc.stdint cimport int32_t
     from dualsolve._core.losses cimport Loss, LOSS_LOGISTIC
     from dualsolve.sdca._sdca cimport (SdcaProblem, SdcaOptions, SdcaResult, sdca_run,
-                                       sdca_default_options)
+                                       sdca_default_options, sdca_problem_init)
 
     def solve(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
               double[::1] y, double lam, double tol, Py_ssize_t max_epochs, unsigned long long seed):
@@ -34,10 +34,10 @@ PYX = textwrap.dedent('''
         cdef SdcaProblem P
         cdef SdcaOptions opt = sdca_default_options()
         cdef SdcaResult res
-        P.n = n; P.d = d; P.y = &y[0]; P.lam = lam; P.bias = 0.0
-        P.loss.kind = LOSS_LOGISTIC; P.loss.param = 0.0
-        P.w = &wv[0]; P.alpha = &av[0]; P.sqnorm = &sq[0]; P.z = &zz[0]; P.index = &iv[0]
-        P.sqnorm_given = 0
+        cdef Loss loss
+        loss.kind = LOSS_LOGISTIC
+        loss.param = 0.0
+        sdca_problem_init(&P, n, d, &y[0], loss, lam, 0.0, &wv[0], &av[0], &sq[0], &zz[0], &iv[0])
         opt.tol = tol; opt.max_epochs = max_epochs; opt.seed = seed
         with nogil:
             sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, NULL, NULL)

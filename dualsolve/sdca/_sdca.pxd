@@ -12,9 +12,11 @@ with ``phi``/``h`` from ``dualsolve._core.losses``. ``w`` has ``d + 1`` entries 
 Minimal use (see tests/test_embed.py for a complete extension)::
 
     from dualsolve._core.losses cimport Loss, LOSS_LOGISTIC
-    from dualsolve.sdca._sdca cimport SdcaProblem, SdcaOptions, SdcaResult, sdca_run, sdca_default_options
+    from dualsolve.sdca._sdca cimport (SdcaProblem, SdcaOptions, SdcaResult, sdca_run,
+                                       sdca_default_options, sdca_problem_init)
 
-    cdef SdcaProblem P      # fill n, d, y, loss, lam, bias, and the arrays w, alpha, work buffers
+    cdef SdcaProblem P
+    sdca_problem_init(&P, n, d, y, loss, lam, 0.0, w, alpha, sqnorm_buf, z_buf, index_buf)
     cdef SdcaOptions opt = sdca_default_options()
     cdef SdcaResult res
     with nogil:
@@ -24,6 +26,7 @@ from libc.stdint cimport uint64_t
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.losses cimport Loss
 from dualsolve._core.rng cimport rng_state
+from dualsolve.sdca.steps cimport StepParams
 
 cdef enum:
     SAMPLE_PERMUTATION = 0    # a fresh random permutation of the active set every epoch
@@ -44,18 +47,26 @@ ctypedef int (*sdca_hook)(void* ctx, Py_ssize_t epoch, double primal, double dua
 
 
 ctypedef struct SdcaProblem:
-    Py_ssize_t n              # rows
+    Py_ssize_t n              # coordinates (dual variables); the 1/n of the objective
+    Py_ssize_t n_points       # points (n when point == NULL)
+    Py_ssize_t n_rows         # CSR rows; points n_rows.. are mixes (n_points when no mixing)
+    const Py_ssize_t* point   # coordinate -> point, or NULL for the identity
+    const double* weight      # loss weight of each coordinate, or NULL for all ones
+    const Py_ssize_t* mix_a   # mixed point n_rows + k = (1 - mix_r[k]) x_{mix_a[k]}
+    const Py_ssize_t* mix_b   #   + mix_r[k] x_{mix_b[k]}; NULL when there are none
+    const double* mix_r
     Py_ssize_t d              # features of X (w has d + (bias != 0) entries)
-    const double* y           # labels: [-1, 1] for classification losses, reals for squared
+    const double* y           # labels per coordinate: [-1, 1], or reals for the squared loss
     Loss loss
+    StepParams step           # the coordinate step rule (STEP_EXACT for train_sdca)
     double lam                # > 0
     double bias               # value of the implicit constant feature; 0 for none
     double* w                 # out: primal iterate, kept equal to X^T alpha / (lam n)
     double* alpha             # in/out: dual iterate (a warm start when nonzero)
-    double* sqnorm            # n: ||x_i||^2 (+ bias^2 added by sdca_run); work if not given
-    int sqnorm_given          # 1: sqnorm already holds ||x_i||^2 (e.g. from a validating pass)
-    double* z                 # work, n: scores x_i.w at the last gap check
-    Py_ssize_t* index         # work, n: active rows in [0, n_active), shrunk rows after
+    double* sqnorm            # n_points: ||x_p||^2 (+ bias^2 added by sdca_run); work if not
+    int sqnorm_given          # given. 1: sqnorm already holds ||x_p||^2 (required with mixing)
+    double* z                 # work, n: scores of the coordinates at the last gap check
+    Py_ssize_t* index         # work, n: active coordinates in [0, n_active), shrunk after
     Py_ssize_t n_active
     double pg_max_old         # shrinking thresholds of the previous epoch (liblinear's)
     double pg_min_old
@@ -87,6 +98,12 @@ ctypedef struct SdcaResult:
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil
+
+# Fill a problem with the plain setting (coordinates = CSR rows, no weights, no mixing,
+# exact steps, row norms computed by sdca_run); set the optional fields afterwards.
+cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const double* y,
+                            Loss loss, double lam, double bias, double* w, double* alpha,
+                            double* sqnorm, double* z, Py_ssize_t* index) noexcept nogil
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,

@@ -1,6 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Linear SDCA over CSR rows: exact dual coordinate maximisation, liblinear's loop shape.
 
+Coordinates are CSR rows by default. The mixup family adds three generalisations, all
+optional (NULL pointers): coordinates that map to points (``point``; the decomposed dual
+has up to two coordinates per point), loss weights (``weight``), and points beyond the CSR
+rows that are mixes (1 - r) x_a + r x_b of two rows, never materialised (``mix_*``).
+
 Per epoch: a random permutation of the active rows; for row i, z = x_i.w (sparse dot), the
 exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); rows stuck at
 a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
@@ -25,6 +30,7 @@ from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_S
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
+from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
@@ -38,53 +44,134 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     return o
 
 
+cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const double* y,
+                            Loss loss, double lam, double bias, double* w, double* alpha,
+                            double* sqnorm, double* z, Py_ssize_t* index) noexcept nogil:
+    P.n = n
+    P.n_points = n
+    P.n_rows = n
+    P.point = NULL
+    P.weight = NULL
+    P.mix_a = NULL
+    P.mix_b = NULL
+    P.mix_r = NULL
+    P.d = d
+    P.y = y
+    P.loss = loss
+    P.step.rule = STEP_EXACT
+    P.step.gamma = 0.0
+    P.step.grid_n = 0.0
+    P.step.tight = 1
+    P.step.paper_gamma = 0
+    P.step.grid_lo = NULL
+    P.step.grid_hi = NULL
+    P.lam = lam
+    P.bias = bias
+    P.w = w
+    P.alpha = alpha
+    P.sqnorm = sqnorm
+    P.sqnorm_given = 0
+    P.z = z
+    P.index = index
+
+
 cdef inline bint _shrinkable(const SdcaProblem* P, double y) noexcept nogil:
-    """Shrinking needs a bounded dual domain and a binary label (no interior kink)."""
+    """Shrinking needs a bounded dual domain, a binary label (no interior kink) and no
+    loss weights."""
     return ((P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
-             or P.loss.kind == LOSS_SQUARED_HINGE) and (y == 1.0 or y == -1.0))
+             or P.loss.kind == LOSS_SQUARED_HINGE) and (y == 1.0 or y == -1.0)
+            and P.weight == NULL)
 
 
-cdef inline double _fenchel_young(const SdcaProblem* P, double z, double a,
-                                  double y) noexcept nogil:
-    """F = phi(z) + h(a) + a z >= 0: the row's share of the duality gap."""
-    return loss_value(&P.loss, z, y) + loss_conj(&P.loss, a, y) + a * z
+cdef inline Py_ssize_t _point(const SdcaProblem* P, Py_ssize_t j) noexcept nogil:
+    return P.point[j] if P.point != NULL else j
 
 
-cdef inline double _row_score(const floating* data, const index_t* indices,
-                              const index_t* indptr, const SdcaProblem* P,
-                              Py_ssize_t i) noexcept nogil:
+cdef inline double _weight(const SdcaProblem* P, Py_ssize_t j) noexcept nogil:
+    return P.weight[j] if P.weight != NULL else 1.0
+
+
+cdef inline double _fenchel_young(const SdcaProblem* P, double z, double a, double y,
+                                  double c) noexcept nogil:
+    """F = c (phi(z) + h(a/c) + (a/c) z) >= 0: the coordinate's share of the duality gap."""
+    if c == 1.0:
+        return loss_value(&P.loss, z, y) + loss_conj(&P.loss, a, y) + a * z
+    return c * (loss_value(&P.loss, z, y) + loss_conj(&P.loss, a / c, y)) + a * z
+
+
+cdef inline double _row_dot(const floating* data, const index_t* indices,
+                            const index_t* indptr, const double* w, Py_ssize_t i) noexcept nogil:
     cdef Py_ssize_t start = indptr[i]
-    cdef double z = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
+    return sparse_dot(data + start, indices + start, indptr[i + 1] - start, w)
+
+
+cdef inline void _row_axpy(const floating* data, const index_t* indices,
+                           const index_t* indptr, double* w, Py_ssize_t i, double c) noexcept nogil:
+    cdef Py_ssize_t start = indptr[i]
+    sparse_axpy(c, data + start, indices + start, indptr[i + 1] - start, w)
+
+
+cdef inline double _point_score(const floating* data, const index_t* indices,
+                                const index_t* indptr, const SdcaProblem* P,
+                                Py_ssize_t p) noexcept nogil:
+    """x_p.w (+ bias w[d]) for a CSR row or a mixed point."""
+    cdef double z, r
+    cdef Py_ssize_t k
+    if p < P.n_rows:
+        z = _row_dot(data, indices, indptr, P.w, p)
+    else:
+        k = p - P.n_rows
+        r = P.mix_r[k]
+        z = ((1.0 - r) * _row_dot(data, indices, indptr, P.w, P.mix_a[k])
+             + r * _row_dot(data, indices, indptr, P.w, P.mix_b[k]))
     if P.bias != 0.0:
         z += P.bias * P.w[P.d]
     return z
 
 
+cdef inline void _point_axpy(const floating* data, const index_t* indices,
+                             const index_t* indptr, SdcaProblem* P, Py_ssize_t p,
+                             double c) noexcept nogil:
+    """w += c x_p (+ the bias feature)."""
+    cdef double r
+    cdef Py_ssize_t k
+    if p < P.n_rows:
+        _row_axpy(data, indices, indptr, P.w, p, c)
+    else:
+        k = p - P.n_rows
+        r = P.mix_r[k]
+        _row_axpy(data, indices, indptr, P.w, P.mix_a[k], (1.0 - r) * c)
+        _row_axpy(data, indices, indptr, P.w, P.mix_b[k], r * c)
+    if P.bias != 0.0:
+        P.w[P.d] += c * P.bias
+
+
 cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P) noexcept nogil:
     """w = X^T alpha / (lam n), from scratch."""
-    cdef Py_ssize_t i, start, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef double scale = 1.0 / (P.lam * P.n), c
+    cdef Py_ssize_t j, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef double scale = 1.0 / (P.lam * P.n)
     memset(P.w, 0, dw * sizeof(double))
-    for i in range(P.n):
-        if P.alpha[i] != 0.0:
-            c = P.alpha[i] * scale
-            start = indptr[i]
-            sparse_axpy(c, data + start, indices + start, indptr[i + 1] - start, P.w)
-            if P.bias != 0.0:
-                P.w[P.d] += c * P.bias
+    for j in range(P.n):
+        if P.alpha[j] != 0.0:
+            _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
 
 
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, double* primal, double* dual, double* gap) noexcept nogil:
     """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators."""
     cdef Py_ssize_t i, pos, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef double zi, loss_sum = 0.0, conj_sum = 0.0, wn = 0.0, lo, hi, G, a
+    cdef double zi, c, loss_sum = 0.0, conj_sum = 0.0, wn = 0.0, lo, hi, G, a
     for i in range(P.n):
-        zi = _row_score(data, indices, indptr, P, i)
+        zi = _point_score(data, indices, indptr, P, _point(P, i))
         P.z[i] = zi
-        loss_sum += loss_value(&P.loss, zi, P.y[i])
-        conj_sum += loss_conj(&P.loss, P.alpha[i], P.y[i])
+        c = _weight(P, i)
+        if c == 1.0:
+            loss_sum += loss_value(&P.loss, zi, P.y[i])
+            conj_sum += loss_conj(&P.loss, P.alpha[i], P.y[i])
+        else:
+            loss_sum += c * loss_value(&P.loss, zi, P.y[i])
+            conj_sum += c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i])
     for i in range(dw):
         wn += P.w[i] * P.w[i]
     primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
@@ -102,7 +189,7 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
             P.index[P.n_active] = i
             P.n_active += 1
         else:
-            P.shrunk_gap += _fenchel_young(P, P.z[i], a, P.y[i])
+            P.shrunk_gap += _fenchel_young(P, P.z[i], a, P.y[i], 1.0)
         pos += 1
 
 
@@ -113,8 +200,8 @@ cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap)
     memset(P.w, 0, dw * sizeof(double))
     for i in range(P.n):
         P.z[i] = 0.0
-        loss_sum += loss_value(&P.loss, 0.0, P.y[i])
-        conj_sum += loss_conj(&P.loss, 0.0, P.y[i])
+        loss_sum += _weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
+        conj_sum += _weight(P, i) * loss_conj(&P.loss, 0.0, P.y[i])
     primal[0] = loss_sum / P.n
     dual[0] = -conj_sum / P.n
     gap[0] = (loss_sum + conj_sum) / P.n
@@ -122,7 +209,7 @@ cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap)
 
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, const SdcaOptions* opt) noexcept nogil:
-    """One pass of exact coordinate steps over the active rows."""
+    """One pass of coordinate steps over the active coordinates."""
     # struct fields in locals: the compiler cannot keep them in registers across the
     # stores into w otherwise
     cdef double* w = P.w
@@ -130,7 +217,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef const double* y = P.y
     cdef const double* sqnorm = P.sqnorm
     cdef Py_ssize_t* index = P.index
-    cdef Py_ssize_t n_active = P.n_active, d = P.d
+    cdef Py_ssize_t n_active = P.n_active, d = P.d, n_rows = P.n_rows
     cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
     cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
@@ -140,9 +227,9 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
     cdef Py_ssize_t stride = 1 + n_active // 4096, visits = 0, sampled = 0
     cdef double pass_gap = 0.0, cost = 0.0
-    cdef Py_ssize_t k = 0, pos, i, start, nnz, step = 0, nxt
+    cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a0, a, delta, lo, hi, G, pg
+    cdef double z, a0, a, delta, lo, hi, G, pg, c
     cdef double pg_max = -INFINITY, pg_min = INFINITY
     if permute:
         rng_shuffle(&P.rng, index, n_active)
@@ -152,21 +239,29 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 break
             pos = k
             if pos + 2 < n_active:
-                nxt = index[pos + 2]
-                prefetch_row(data + indptr[nxt], indices + indptr[nxt], indptr[nxt + 1] - indptr[nxt])
+                nxt = _point(P, index[pos + 2])
+                if nxt < n_rows:
+                    prefetch_row(data + indptr[nxt], indices + indptr[nxt],
+                                 indptr[nxt + 1] - indptr[nxt])
         else:
             if step >= n_steps or n_active == 0:
                 break
             pos = <Py_ssize_t>rng_below(&P.rng, <unsigned long long>n_active)
             step += 1
         i = index[pos]
-        start = indptr[i]
-        nnz = indptr[i + 1] - start
-        z = sparse_dot(data + start, indices + start, nnz, w)
-        if bias != 0.0:
-            z += bias * w[d]
+        p = _point(P, i)
+        if p < n_rows:
+            start = indptr[p]
+            nnz = indptr[p + 1] - start
+            z = sparse_dot(data + start, indices + start, nnz, w)
+            if bias != 0.0:
+                z += bias * w[d]
+            cost += nnz + 16
+        else:
+            z = _point_score(data, indices, indptr, P, p)
+            cost += 2 * (indptr[n_rows] / n_rows) + 32
         a0 = alpha[i]
-        cost += nnz + 16
+        c = _weight(P, i)
         if shrink and _shrinkable(P, y[i]):
             loss_dual_bounds(&P.loss, y[i], &lo, &hi)
             G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
@@ -186,7 +281,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 index[pos] = index[n_active]
                 index[n_active] = i
                 if estimate:
-                    P.shrunk_gap += _fenchel_young(P, z, a0, y[i])
+                    P.shrunk_gap += _fenchel_young(P, z, a0, y[i], c)
                 continue
             if pg > pg_max:
                 pg_max = pg
@@ -194,16 +289,19 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 pg_min = pg
         if estimate:
             if visits % stride == 0:
-                pass_gap += _fenchel_young(P, z, a0, y[i])
+                pass_gap += _fenchel_young(P, z, a0, y[i], c)
                 sampled += 1
             visits += 1
-        a = loss_dual_step(&P.loss, y[i], z, a0, sqnorm[i] * scale)
+        a = coordinate_step(&P.loss, y[i], z, a0, sqnorm[p] * scale, c, &P.step, i)
         delta = a - a0
         if delta != 0.0:
             alpha[i] = a
-            sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
-            if bias != 0.0:
-                w[d] += delta * scale * bias
+            if p < n_rows:
+                sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
+                if bias != 0.0:
+                    w[d] += delta * scale * bias
+            else:
+                _point_axpy(data, indices, indptr, P, p, delta * scale)
         k += 1
     P.pass_gap = pass_gap * visits / sampled if sampled > 0 else 0.0
     P.pass_cost = cost
@@ -221,18 +319,20 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef double primal, dual, gap, p0 = 0.0, target, estimate, prev_estimate = NAN, predicted
     # deterministic cost model (the check schedule must not depend on timing: with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
-    cdef double check_cost = <double>indptr[P.n] + 16.0 * P.n, pass_cost_since_check = 0.0
+    cdef double check_cost = <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n
+    cdef double pass_cost_since_check = 0.0
     cdef bint checked, certify, cold = True
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
-    for i in range(P.n):
-        if not P.sqnorm_given:
+    for i in range(P.n_points):
+        if not P.sqnorm_given:       # (mixed points need their norms given)
             start = indptr[i]
             P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start)
         P.sqnorm[i] += P.bias * P.bias
+    for i in range(P.n):
         P.index[i] = i
-        p0 += loss_value(&P.loss, 0.0, P.y[i])
+        p0 += _weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
     p0 /= P.n
     P.n_active = P.n
     P.pg_max_old = INFINITY
@@ -351,44 +451,79 @@ cdef int _python_hook_gil(_Monitor mon, Py_ssize_t epoch, double primal, double 
     return 0
 
 
+cdef const double* _dptr(object a, Py_ssize_t n, str name) except? NULL:
+    """Pointer into a float64 C-contiguous array of length n, or NULL for None."""
+    if a is None:
+        return NULL
+    cdef const double[::1] v = a
+    if v.shape[0] != n:
+        raise ValueError(f"{name} must have length {n}")
+    return &v[0]
+
+
+cdef const Py_ssize_t* _iptr(object a, Py_ssize_t n, str name) except? NULL:
+    if a is None:
+        return NULL
+    cdef const Py_ssize_t[::1] v = a
+    if v.shape[0] != n:
+        raise ValueError(f"{name} must have length {n}")
+    return &v[0]
+
+
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
          double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
          Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
-         int verbose, callback, sqnorm=None):
+         int verbose, callback, sqnorm=None, point=None, weight=None, mix=None,
+         int step_rule=STEP_EXACT, double step_gamma=0.0, int approx_tight=1,
+         int paper_gamma=0, grid=None):
     """Run sdca_run on validated arrays (w and alpha are written in place).
 
+    The optional arguments are the mixup generalisations (all arrays float64 / intp,
+    C-contiguous): ``point`` (coordinate -> point), ``weight`` (per coordinate), ``mix``
+    = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
+    the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX.
     Returns (status, n_epochs, primal, dual, gap, p0, history_rows).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
     cdef SdcaResult res
-    cdef Py_ssize_t n = y.shape[0]
+    cdef Py_ssize_t n = y.shape[0], n_rows = indptr.shape[0] - 1
+    cdef Py_ssize_t n_mix = 0 if mix is None else len(mix[2])
+    cdef Py_ssize_t n_points = n_rows + n_mix
+    if point is None and n != n_points:
+        raise ValueError(f"y has {n} entries for {n_points} points")
+    if mix is not None and sqnorm is None:
+        raise ValueError("mixed points need their squared norms (sqnorm)")
     w_view = np.asarray(w)
     w_view.flags.writeable = False
     cdef _Monitor mon = _Monitor(callback, verbose, w_view)
-    if sqnorm is None:
-        P.sqnorm_given = 0
-        sqnorm = np.empty(n)
-    else:
-        P.sqnorm_given = 1
-        sqnorm = np.array(sqnorm, dtype=np.float64)     # sdca_run adds bias^2 in place
+    cdef int sqnorm_given = sqnorm is not None
+    sqnorm = np.empty(n_points) if sqnorm is None else np.array(sqnorm, dtype=np.float64)
     zbuf = np.empty(n)
     index = np.empty(n, dtype=np.intp)
     cdef double[::1] sqnorm_v = sqnorm, z_v = zbuf
     cdef Py_ssize_t[::1] index_v = index
 
-    P.n = n
-    P.d = n_features
-    P.y = &y[0]
-    P.loss = make_loss(loss, param)
-    P.lam = lam
-    P.bias = bias
-    P.w = &w[0]
-    P.alpha = &alpha[0]
-    P.sqnorm = &sqnorm_v[0]
-    P.z = &z_v[0]
-    P.index = &index_v[0]
+    sdca_problem_init(&P, n, n_features, &y[0], make_loss(loss, param), lam, bias, &w[0],
+                      &alpha[0], &sqnorm_v[0], &z_v[0], &index_v[0])
+    P.sqnorm_given = sqnorm_given
+    P.n_points = n_points
+    P.n_rows = n_rows
+    P.point = _iptr(point, n, "point")
+    P.weight = _dptr(weight, n, "weight")
+    if mix is not None:
+        P.mix_a = _iptr(mix[0], n_mix, "mix_a")
+        P.mix_b = _iptr(mix[1], n_mix, "mix_b")
+        P.mix_r = _dptr(mix[2], n_mix, "mix_r")
+    P.step.rule = step_rule
+    P.step.gamma = step_gamma
+    P.step.grid_n = n
+    P.step.tight = approx_tight
+    P.step.paper_gamma = paper_gamma
+    if grid is not None:
+        P.step.grid_lo = _dptr(grid[0], n, "grid_lo")
+        P.step.grid_hi = _dptr(grid[1], n, "grid_hi")
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.check_every = check_every
