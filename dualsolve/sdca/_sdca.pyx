@@ -75,14 +75,6 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.index = index
 
 
-cdef inline bint _shrinkable(const SdcaProblem* P, double y) noexcept nogil:
-    """Shrinking needs a bounded dual domain, a binary label (no interior kink) and no
-    loss weights."""
-    return ((P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
-             or P.loss.kind == LOSS_SQUARED_HINGE) and (y == 1.0 or y == -1.0)
-            and P.weight == NULL)
-
-
 cdef inline Py_ssize_t _point(const SdcaProblem* P, Py_ssize_t j) noexcept nogil:
     return P.point[j] if P.point != NULL else j
 
@@ -217,11 +209,20 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef const double* y = P.y
     cdef const double* sqnorm = P.sqnorm
     cdef Py_ssize_t* index = P.index
+    cdef const Py_ssize_t* point = P.point
+    cdef const double* weight = P.weight
+    cdef StepParams step_params = P.step
+    cdef Loss loss = P.loss
+    cdef bint exact_plain = P.step.rule == STEP_EXACT and weight == NULL
     cdef Py_ssize_t n_active = P.n_active, d = P.d, n_rows = P.n_rows
     cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
     cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
-    cdef bint shrink = opt.shrinking != 0, remove
+    # shrinking needs a bounded dual domain and no loss weights; labels are checked per row
+    cdef bint shrink = (opt.shrinking != 0 and P.weight == NULL
+                        and (P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
+                             or P.loss.kind == LOSS_SQUARED_HINGE))
+    cdef bint remove
     cdef bint estimate = opt.check_every != 1
     # the estimate samples every stride-th visit (a random subset, the order being random):
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
@@ -239,7 +240,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 break
             pos = k
             if pos + 2 < n_active:
-                nxt = _point(P, index[pos + 2])
+                nxt = index[pos + 2] if point == NULL else point[index[pos + 2]]
                 if nxt < n_rows:
                     prefetch_row(data + indptr[nxt], indices + indptr[nxt],
                                  indptr[nxt + 1] - indptr[nxt])
@@ -249,7 +250,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             pos = <Py_ssize_t>rng_below(&P.rng, <unsigned long long>n_active)
             step += 1
         i = index[pos]
-        p = _point(P, i)
+        p = i if point == NULL else point[i]
         if p < n_rows:
             start = indptr[p]
             nnz = indptr[p + 1] - start
@@ -261,10 +262,10 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             z = _point_score(data, indices, indptr, P, p)
             cost += 2 * (indptr[n_rows] / n_rows) + 32
         a0 = alpha[i]
-        c = _weight(P, i)
-        if shrink and _shrinkable(P, y[i]):
-            loss_dual_bounds(&P.loss, y[i], &lo, &hi)
-            G = z + loss_conj_deriv_binary(&P.loss, a0, y[i])
+        c = 1.0 if weight == NULL else weight[i]
+        if shrink and (y[i] == 1.0 or y[i] == -1.0):
+            loss_dual_bounds(&loss, y[i], &lo, &hi)
+            G = z + loss_conj_deriv_binary(&loss, a0, y[i])
             pg = G
             remove = False
             if a0 <= lo:
@@ -292,7 +293,10 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 pass_gap += _fenchel_young(P, z, a0, y[i], c)
                 sampled += 1
             visits += 1
-        a = coordinate_step(&P.loss, y[i], z, a0, sqnorm[p] * scale, c, &P.step, i)
+        if exact_plain:
+            a = loss_dual_step(&loss, y[i], z, a0, sqnorm[p] * scale)
+        else:
+            a = coordinate_step(&loss, y[i], z, a0, sqnorm[p] * scale, c, &step_params, i)
         delta = a - a0
         if delta != 0.0:
             alpha[i] = a
