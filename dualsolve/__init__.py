@@ -23,9 +23,11 @@ def get_include():
 
 from ._validation import ConvergenceWarning
 from .datasets import load_svmlight, dump_svmlight
-from .model import Model, load_model
+from .model import Model, KernelModel, load_model
 from .sdca import train_sdca
+from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment
 from . import datasets
 
-__all__ = ["train_sdca", "Model", "load_model", "load_svmlight", "dump_svmlight", "datasets",
+__all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment", "Model",
+           "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
            "ConvergenceWarning", "get_include", "__version__"]

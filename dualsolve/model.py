@@ -120,7 +120,8 @@ class Model:
 
     def save(self, path, include_dual=True):
         """Write the model to ``path`` (``.npz`` format; see the module docstring)."""
-        meta = dict(format=FORMAT, solver=self.solver, params=_jsonable(self.params),
+        meta = dict(format=FORMAT, model=type(self).__name__, solver=self.solver,
+                    params=_jsonable(self.params),
                     converged=self.converged, n_epochs=self.n_epochs,
                     n_features=self.n_features, extra=sorted(self.extra),
                     version=_version())
@@ -139,6 +140,70 @@ class Model:
             np.savez(f, **arrays)
 
 
+class KernelModel(Model):
+    """A kernel model ``f(x) = sum_p dual_p k(x, x_p) / (lam n)`` over the (mixup-augmented)
+    training points ``x_p``, kept as the original rows plus the mixup plan (``extra``), so
+    mixed points are never materialised. ``coef`` is empty; ``n_features`` that of X."""
+
+    @classmethod
+    def from_training(cls, X_orig, plan, kernel, lam_n, **kw):
+        extra = dict(lam_n=np.array(float(lam_n)))
+        if X_orig is not None:
+            X = sp.csr_matrix(X_orig)
+            extra.update(X_data=X.data, X_indices=X.indices, X_indptr=X.indptr,
+                         X_shape=np.array(X.shape, dtype=np.int64))
+        if plan is not None:
+            extra.update(plan_a=plan.a, plan_b=plan.b, plan_r=plan.r,
+                         plan_n_orig=np.array(int(plan.n_orig)))
+        params = dict(kw.pop("params", {}))
+        params.update(kernel=kernel.kernel, gamma=kernel.gamma, coef0=kernel.coef0,
+                      degree=kernel.degree)
+        return cls(coef=np.zeros(0), extra=extra, params=params, **kw)
+
+    @property
+    def n_features(self):
+        return int(self.extra["X_shape"][1]) if "X_shape" in self.extra else -1
+
+    def _kernel(self):
+        from dualsolve._core.kernels import make_kernel
+        p = self.params
+        if p["kernel"] in ("linear", "precomputed"):
+            return make_kernel(p["kernel"])
+        return make_kernel(p["kernel"], p["gamma"], p["coef0"], int(p["degree"]))
+
+    def decision_function(self, X):
+        """Scores of new points. For kernel="precomputed", X is the kernel matrix between
+        the new points and the augmented training points, shape (n_new, n)."""
+        from dualsolve._core.kernels import augmented_kernel_matrix
+        dual, lam_n = self.dual, float(self.extra["lam_n"])
+        if self.params["kernel"] == "precomputed":
+            Kn = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+            if Kn.ndim != 2 or Kn.shape[1] != dual.shape[0]:
+                raise ValueError(f"X must be the kernel matrix between new points and the "
+                                 f"{dual.shape[0]} training points; got shape {Kn.shape}")
+            return Kn @ dual / lam_n
+        if not sp.issparse(X):
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError("X must be 2-D (n_samples, n_features); for one sample use "
+                                 "X.reshape(1, -1)")
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} features but the model was trained with "
+                             f"{self.n_features}")
+        Xo = sp.csr_matrix((self.extra["X_data"], self.extra["X_indices"],
+                            self.extra["X_indptr"]), shape=tuple(self.extra["X_shape"]))
+        plan = None
+        if "plan_a" in self.extra:
+            from dualsolve.mixup.augment import MixupPlan
+            plan = MixupPlan(self.extra["plan_a"], self.extra["plan_b"], self.extra["plan_r"],
+                             int(self.extra["plan_n_orig"]))
+        support = np.flatnonzero(dual)
+        if support.size == 0:
+            return np.zeros(X.shape[0])
+        K = augmented_kernel_matrix(X, Xo, plan, support, self._kernel())
+        return K @ dual[support] / lam_n
+
+
 def load_model(path):
     """Read a model written by :meth:`Model.save`."""
     with open(path, "rb") as f:
@@ -151,7 +216,8 @@ def load_model(path):
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path!s}: unsupported model format {meta.get('format')!r}")
         extra = {k: z["extra__" + k] for k in meta.get("extra", [])}
-        return Model(coef=z["coef"], intercept=float(z["intercept"]),
+        cls = KernelModel if meta.get("model") == "KernelModel" else Model
+        return cls(coef=z["coef"], intercept=float(z["intercept"]),
                      dual=z["dual"] if "dual" in z.files else None,
                      history=z["history"], converged=meta["converged"],
                      n_epochs=meta["n_epochs"], solver=meta["solver"], params=meta["params"],

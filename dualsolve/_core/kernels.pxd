@@ -28,6 +28,7 @@ and the mixup plan, through an LRU cache of bounded size, like libsvm's). A sour
 scratch buffers and an LRU state: use one source per thread.
 """
 from libc.math cimport exp
+from libc.stdint cimport int64_t
 
 cdef enum:
     KERNEL_LINEAR = 0
@@ -110,31 +111,31 @@ cdef class CachedColumns(ColumnSource):
     materialising mixed rows, through an LRU cache of ``capacity`` columns."""
     cdef readonly Py_ssize_t n_orig, n_mix, n_features, capacity
     cdef readonly Py_ssize_t hits, misses, evictions
-    # the originals by row (float64, intp: one conversion of the small original set)
+    # the originals by row (float64, int64: one conversion of the small original set)
     cdef const double* rdata
-    cdef const Py_ssize_t* rindices
-    cdef const Py_ssize_t* rindptr
+    cdef const int64_t* rindices
+    cdef const int64_t* rindptr
     # ... and by column: a dense column-major slab for well-filled features (vectorised
     # axpy), CSC for the rest; dense_at[f] >= 0 is feature f's offset in the slab
     cdef const double* cdata
-    cdef const Py_ssize_t* cindices
-    cdef const Py_ssize_t* cindptr
+    cdef const int64_t* cindices
+    cdef const int64_t* cindptr
     cdef const double* dense_cols
-    cdef const Py_ssize_t* dense_at
+    cdef const int64_t* dense_at
     # the plan and the augmented squared norms
-    cdef const Py_ssize_t* pa
-    cdef const Py_ssize_t* pb
+    cdef const int64_t* pa
+    cdef const int64_t* pb
     cdef const double* pr
     cdef double* sq
     # work: a dense vector of length n_features (kept all zero between calls)
     cdef double* work
     # the cache: capacity slots of n doubles, a doubly linked LRU list over slots
     cdef double* slab
-    cdef Py_ssize_t* slot_of          # n: slot holding column i, or -1
-    cdef Py_ssize_t* owner            # capacity: column held by a slot
-    cdef Py_ssize_t* prev
-    cdef Py_ssize_t* next
-    cdef Py_ssize_t head, tail, used  # head: most recently used
+    cdef int64_t* slot_of             # n: slot holding column i, or -1
+    cdef int64_t* owner               # capacity: column held by a slot
+    cdef int64_t* prev                # LRU neighbours of a slot (-1: none)
+    cdef int64_t* next
+    cdef Py_ssize_t head, tail, used  # head: most recently used slot
     cdef double* scratch              # n: columns computed by matvec outside the cache
     cdef object _keep                 # the arrays behind every pointer above
 

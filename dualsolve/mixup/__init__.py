@@ -1,5 +1,6 @@
-"""Kernel mixup (spec seed0): mixup augmentation and the data-side building blocks of the
-MixupSDCA solvers (kernel columns in ``dualsolve._core.kernels``)."""
+"""Kernel mixup (spec seed0): MixupSDCA (naive / approx / decomp / exact) with linear, RBF,
+polynomial and precomputed kernels, its kernel SGD baseline, and mixup augmentation."""
 from .augment import mixup_augment, MixupPlan
+from .api import train_mixup_sdca, train_kernel_sgd
 
-__all__ = ["mixup_augment", "MixupPlan"]
+__all__ = ["mixup_augment", "MixupPlan", "train_mixup_sdca", "train_kernel_sgd"]

@@ -31,6 +31,7 @@ from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_S
                                      loss_conj_deriv_binary, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step
+from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
@@ -320,11 +321,12 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                   sdca_hook hook, void* ctx) noexcept nogil:
     """Solve to ``gap <= tol * P(0)`` or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
-    cdef double primal, dual, gap, p0 = 0.0, target, estimate, prev_estimate = NAN, predicted
-    # deterministic cost model (the check schedule must not depend on timing: with
+    cdef double primal, dual, gap, p0 = 0.0, target, estimate, predicted = NAN
+    # work model (deterministic: the schedule must not depend on timing, since with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
-    cdef double check_cost = <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n
-    cdef double pass_cost_since_check = 0.0
+    cdef CheckSchedule sched
+    schedule_init(&sched, opt.check_every,
+                  <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n)
     cdef bint checked, certify, cold = True
     for i in range(P.n):
         if P.alpha[i] != 0.0:
@@ -360,27 +362,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     while res.status == SDCA_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         _epoch(data, indices, indptr, P, opt)
-        pass_cost_since_check += P.pass_cost
-        estimate = NAN
-        if opt.check_every == 1:
-            checked = True
-        else:
-            # the pass sees about the gap of the epoch's start; extrapolate one epoch of
-            # the observed contraction to predict the gap at its end
-            estimate = (P.pass_gap + P.shrunk_gap) / P.n
-            predicted = estimate
-            if prev_estimate > 0.0 and estimate < prev_estimate:
-                predicted = estimate * estimate / prev_estimate
-            prev_estimate = estimate
-            if opt.check_every > 1:
-                checked = epoch % opt.check_every == 0
-            else:
-                # auto: also check once the passes since the last check did eight
-                # times a check's work (checks then cost at most a ninth of the total)
-                checked = pass_cost_since_check >= 8.0 * check_cost
-            checked = checked or predicted <= target or epoch == opt.max_epochs
+        estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
+        checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
+                                     target, &predicted)
         if checked:
-            pass_cost_since_check = 0.0
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:

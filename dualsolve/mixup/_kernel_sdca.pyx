@@ -1,0 +1,304 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Kernel SDCA for (mixup) ERM in an RKHS (spec seed0 sections 3.1-3.5, 4.1).
+
+The iterate is kept as scores: ``z = K beta / (lam n)`` over the n_points training points,
+where ``beta_p`` sums the dual variables of the coordinates that live on point p (one per
+point, or two for the decomposed dual). A step on coordinate j costs one kernel column:
+``z += delta / (lam n) K[:, p]``, O(n_points). The step rules are those of the linear engine
+(``dualsolve.sdca.steps``); gap checks recompute ``z = K beta / (lam n)`` from scratch with
+``beta`` rebuilt from alpha, so the gap is exact, and follow the same schedule
+(``dualsolve.sdca.schedule``).
+"""
+from cpython.exc cimport PyErr_CheckSignals
+from libc.math cimport NAN
+
+import time
+
+import numpy as np
+
+from dualsolve._core.kernels cimport ColumnSource
+from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
+from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
+from dualsolve.sdca.steps cimport StepParams, coordinate_step
+from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
+
+
+ctypedef struct KernelProblem:
+    Py_ssize_t n              # coordinates (the 1/n of the objective)
+    Py_ssize_t n_points       # kernel matrix size
+    const Py_ssize_t* point   # coordinate -> point, or NULL (identity)
+    const double* weight      # loss weights, or NULL
+    const double* y
+    Loss loss
+    StepParams step
+    double lam
+    double* alpha             # n
+    double* beta              # n_points: sum of alpha over the coordinates of each point
+    double* z                 # n_points: K beta / (lam n)
+    Py_ssize_t* index         # n
+    double pass_gap
+    rng_state rng
+
+
+cdef inline double _fy(const KernelProblem* P, double z, double a, double y, double c) noexcept nogil:
+    if c == 1.0:
+        return loss_value(&P.loss, z, y) + loss_conj(&P.loss, a, y) + a * z
+    return c * (loss_value(&P.loss, z, y) + loss_conj(&P.loss, a / c, y)) + a * z
+
+
+cdef void _kernel_check(ColumnSource K, KernelProblem* P, double* primal, double* dual,
+                        double* gap) noexcept nogil:
+    """Exact primal, dual, gap: beta from alpha, z = K beta / (lam n) from scratch."""
+    cdef Py_ssize_t j, p
+    cdef double scale = 1.0 / (P.lam * P.n), c, fnorm = 0.0, loss_sum = 0.0, conj_sum = 0.0
+    for p in range(P.n_points):
+        P.beta[p] = 0.0
+    for j in range(P.n):
+        P.beta[P.point[j] if P.point != NULL else j] += P.alpha[j]
+    K.matvec(P.beta, P.z)
+    for p in range(P.n_points):
+        P.z[p] *= scale
+        fnorm += P.beta[p] * P.z[p]
+    fnorm *= scale                    # ||f||^2 = beta^T K beta / (lam n)^2
+    for j in range(P.n):
+        p = P.point[j] if P.point != NULL else j
+        c = P.weight[j] if P.weight != NULL else 1.0
+        loss_sum += c * loss_value(&P.loss, P.z[p], P.y[j])
+        conj_sum += c * loss_conj(&P.loss, P.alpha[j] / c, P.y[j])
+    primal[0] = loss_sum / P.n + 0.5 * P.lam * fnorm
+    dual[0] = -conj_sum / P.n - 0.5 * P.lam * fnorm
+    gap[0] = (loss_sum + conj_sum) / P.n + P.lam * fnorm
+
+
+cdef void _kernel_epoch(ColumnSource K, KernelProblem* P, bint permute, bint estimate) noexcept nogil:
+    cdef Py_ssize_t k, j, p, q, n = P.n, m = P.n_points
+    cdef Py_ssize_t stride = 1 + n // 4096, sampled = 0
+    cdef double scale = 1.0 / (P.lam * n), z, a0, a, c, delta, f
+    cdef double pass_gap = 0.0
+    cdef const double* col
+    if permute:
+        rng_shuffle(&P.rng, P.index, n)
+    for k in range(n):
+        j = P.index[k] if permute else <Py_ssize_t>rng_below(&P.rng, <unsigned long long>n)
+        p = P.point[j] if P.point != NULL else j
+        z = P.z[p]
+        a0 = P.alpha[j]
+        c = P.weight[j] if P.weight != NULL else 1.0
+        if estimate and k % stride == 0:
+            pass_gap += _fy(P, z, a0, P.y[j], c)
+            sampled += 1
+        a = coordinate_step(&P.loss, P.y[j], z, a0, K.diag[p] * scale, c, &P.step, j)
+        delta = a - a0
+        if delta != 0.0:
+            P.alpha[j] = a
+            P.beta[p] += delta
+            col = K.column(p)
+            f = delta * scale
+            for q in range(m):
+                P.z[q] += f * col[q]
+    P.pass_gap = pass_gap * n / sampled if sampled > 0 else 0.0
+
+
+cdef class _Monitor:
+    cdef list rows
+    cdef object callback
+    cdef int verbose
+    cdef double t0
+    cdef object error
+
+    def __init__(self, callback, verbose):
+        self.rows = []
+        self.callback = callback
+        self.verbose = verbose
+        self.t0 = time.perf_counter()
+        self.error = None
+
+    cdef int report(self, Py_ssize_t epoch, double primal, double dual, double gap,
+                    double estimate):
+        cdef double t = time.perf_counter() - self.t0
+        self.rows.append((epoch, t, primal, dual, gap, estimate))
+        try:
+            if self.verbose:
+                if epoch == 0:
+                    print(f"{'epoch':>6} {'primal':>22} {'dual':>22} {'gap':>10} {'gap~':>10} "
+                          f"{'seconds':>9}")
+                print(f"{epoch:6d} {primal:22.15e} {dual:22.15e} {gap:10.3e} {estimate:10.3e} "
+                      f"{t:9.3f}", flush=True)
+            if self.callback is not None:
+                if self.callback(dict(epoch=epoch, time=t, primal=primal, dual=dual, gap=gap,
+                                      gap_estimate=estimate)):
+                    return 1
+            if PyErr_CheckSignals() != 0:
+                raise KeyboardInterrupt
+        except BaseException as exc:
+            self.error = exc
+            return 1
+        return 0
+
+
+def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, double lam,
+                double[::1] alpha, double tol, Py_ssize_t max_epochs, Py_ssize_t check_every,
+                int sampling, unsigned long long seed, int verbose, callback, point=None,
+                weight=None, int step_rule=0, double step_gamma=0.0, int approx_tight=1,
+                int paper_gamma=0, grid=None):
+    """Run kernel SDCA (alpha is written in place; it may hold a warm start).
+
+    ``sampling``: 0 a permutation per epoch, 1 uniform with replacement. The optional
+    arguments are those of ``dualsolve.sdca._sdca._fit``. Returns (status, n_epochs,
+    primal, dual, gap, p0, history_rows, beta) with status 0 converged, 1 max_epochs,
+    2 stopped.
+    """
+    cdef KernelProblem P
+    cdef Py_ssize_t n = y.shape[0], m = K.n, j, epoch = 0
+    cdef const double[::1] wv
+    cdef const Py_ssize_t[::1] pv
+    cdef const double[::1] glo, ghi
+    if point is None and n != m:
+        raise ValueError(f"y has {n} entries for a {m} x {m} kernel matrix")
+    beta = np.zeros(m)
+    zbuf = np.zeros(m)
+    index = np.arange(n, dtype=np.intp)
+    cdef double[::1] bv = beta, zv = zbuf
+    cdef Py_ssize_t[::1] iv = index
+    P.n = n
+    P.n_points = m
+    P.point = NULL
+    P.weight = NULL
+    if point is not None:
+        pv = point
+        P.point = &pv[0]
+    if weight is not None:
+        wv = weight
+        P.weight = &wv[0]
+    P.y = &y[0]
+    P.loss = make_loss(loss, param)
+    P.step.rule = step_rule
+    P.step.gamma = step_gamma
+    P.step.grid_n = n
+    P.step.tight = approx_tight
+    P.step.paper_gamma = paper_gamma
+    P.step.grid_lo = NULL
+    P.step.grid_hi = NULL
+    if grid is not None:
+        glo = grid[0]
+        ghi = grid[1]
+        P.step.grid_lo = &glo[0]
+        P.step.grid_hi = &ghi[0]
+    P.lam = lam
+    P.alpha = &alpha[0]
+    P.beta = &bv[0]
+    P.z = &zv[0]
+    P.index = &iv[0]
+    rng_seed(&P.rng, seed)
+
+    cdef double p0 = 0.0, primal, dual, gap, estimate, predicted, target
+    cdef int status = 1, stop = 0
+    cdef bint checked
+    cdef CheckSchedule sched
+    for j in range(n):
+        p0 += (P.weight[j] if P.weight != NULL else 1.0) * loss_value(&P.loss, 0.0, P.y[j])
+    p0 /= n
+    target = tol * p0
+    # work model: a step costs a column update (m), a check one K-vector product (m^2)
+    schedule_init(&sched, check_every, <double>m * m)
+    cdef _Monitor mon = _Monitor(callback, verbose)
+    with nogil:
+        _kernel_check(K, &P, &primal, &dual, &gap)
+    if gap <= target:
+        status = 0
+    if mon.report(0, primal, dual, gap, NAN):
+        status = 2
+    while status == 1 and epoch < max_epochs:
+        epoch += 1
+        with nogil:
+            _kernel_epoch(K, &P, sampling == 0, check_every != 1)
+        estimate = NAN if check_every == 1 else P.pass_gap / n
+        checked = schedule_check_now(&sched, epoch, max_epochs, estimate, <double>n * m,
+                                     target, &predicted)
+        if checked:
+            with nogil:
+                _kernel_check(K, &P, &primal, &dual, &gap)
+            if gap <= target:
+                status = 0
+        stop = mon.report(epoch, primal if checked else NAN, dual if checked else NAN,
+                          gap if checked else NAN, estimate)
+        if stop and status != 0:
+            status = 2
+    if mon.error is not None:
+        raise mon.error
+    return status, epoch, primal, dual, gap, p0, mon.rows, beta
+
+
+cdef double _sgd_primal(ColumnSource K, const double* beta, double* z, const double* y,
+                        const Loss* L, double lam, Py_ssize_t n) noexcept nogil:
+    """R = lam/2 beta^T K beta + (1/n) sum phi((K beta)_i; y_i), with z = K beta recomputed."""
+    cdef Py_ssize_t i
+    cdef double quad = 0.0, loss_sum = 0.0
+    K.matvec(beta, z)
+    for i in range(n):
+        quad += beta[i] * z[i]
+        loss_sum += loss_value(L, z[i], y[i])
+    return 0.5 * lam * quad + loss_sum / n
+
+
+def kernel_sgd(ColumnSource K, const double[::1] y, str loss, double param, double lam,
+               double lr, Py_ssize_t max_epochs, int sampling, unsigned long long seed,
+               int verbose, callback):
+    """Constant-step kernel SGD (spec 3.6) on f = sum_j beta_j k(x_j, .).
+
+    The shrink ``beta <- (1 - lr lam) beta`` is a scalar factor s (beta = s bt, z = s zt),
+    so a step costs one kernel column, like an SDCA step. Returns (n_epochs, history_rows,
+    beta); the rows carry the exact primal of each epoch (NaN dual and gap). Stops early if
+    the primal stops being finite (a step size too large).
+    """
+    cdef Py_ssize_t n = y.shape[0], m = K.n, k, i, q, epoch = 0
+    if n != m:
+        raise ValueError(f"y has {n} entries for a {m} x {m} kernel matrix")
+    if lr * lam >= 1.0:
+        raise ValueError(f"lr * lam must be < 1 (the shrink factor 1 - lr lam); got {lr * lam}")
+    cdef Loss L = make_loss(loss, param)
+    cdef rng_state rng
+    rng_seed(&rng, seed)
+    bt = np.zeros(n)
+    zt = np.zeros(n)
+    zex = np.zeros(n)
+    index = np.arange(n, dtype=np.intp)
+    cdef double[::1] btv = bt, ztv = zt, zexv = zex
+    cdef Py_ssize_t[::1] iv = index
+    cdef double s = 1.0, shrink = 1.0 - lr * lam, g, f, primal
+    cdef const double* col
+    cdef _Monitor mon = _Monitor(callback, verbose)
+    with nogil:
+        primal = _sgd_primal(K, &btv[0], &zexv[0], &y[0], &L, lam, n)
+    if mon.report(0, primal, NAN, NAN, NAN):
+        max_epochs = 0
+    while epoch < max_epochs:
+        epoch += 1
+        with nogil:
+            if sampling == 0:
+                rng_shuffle(&rng, &iv[0], n)
+            for k in range(n):
+                i = iv[k] if sampling == 0 else <Py_ssize_t>rng_below(&rng, <unsigned long long>n)
+                g = loss_deriv_(&L, s * ztv[i], y[i])
+                s *= shrink
+                if s < 1e-150:                   # renormalise before underflow
+                    for q in range(n):
+                        btv[q] *= s
+                        ztv[q] *= s
+                    s = 1.0
+                if g != 0.0:
+                    f = -lr * g / s
+                    btv[i] += f
+                    col = K.column(i)
+                    for q in range(n):
+                        ztv[q] += f * col[q]
+            for q in range(n):
+                btv[q] *= s
+                ztv[q] *= s
+            s = 1.0
+            primal = _sgd_primal(K, &btv[0], &zexv[0], &y[0], &L, lam, n)
+        if mon.report(epoch, primal, NAN, NAN, NAN) or not (primal == primal and primal < 1e300):
+            break
+    if mon.error is not None:
+        raise mon.error
+    return epoch, mon.rows, bt

@@ -1,0 +1,49 @@
+# cython: language_level=3
+"""When to compute the exact duality gap: shared by the linear and the kernel SDCA loops.
+
+An exact check costs a pass over the data (linear: X w; kernel: K beta). ``every >= 1``
+checks every k epochs. ``every == 0`` (auto) uses the gap seen during the pass -- the
+Fenchel-Young gaps of the rows visited, just before their steps -- which is about the gap
+at the start of the epoch: one epoch of the observed contraction is extrapolated, and a
+check runs when that prediction meets the target, or when the passes since the last check
+did eight times a check's work (so checks cost at most a ninth of the total). The schedule
+depends only on counts, never on clocks, so a seed determines the iterates.
+"""
+from libc.math cimport NAN
+
+
+ctypedef struct CheckSchedule:
+    Py_ssize_t every          # k >= 1, or 0 for auto
+    double check_cost         # work of one exact check (same units as pass costs)
+    double since              # pass work since the last check
+    double prev_estimate      # the pass estimate of the previous epoch (NaN at first)
+
+
+cdef inline void schedule_init(CheckSchedule* S, Py_ssize_t every, double check_cost) noexcept nogil:
+    S.every = every
+    S.check_cost = check_cost
+    S.since = 0.0
+    S.prev_estimate = NAN
+
+
+cdef inline bint schedule_check_now(CheckSchedule* S, Py_ssize_t epoch, Py_ssize_t max_epochs,
+                                    double estimate, double pass_cost, double target,
+                                    double* predicted) noexcept nogil:
+    """After a pass: whether to check now. ``predicted`` receives the extrapolated gap."""
+    cdef bint check
+    S.since += pass_cost
+    predicted[0] = estimate
+    if S.every == 1:
+        check = True
+    else:
+        if S.prev_estimate > 0.0 and estimate < S.prev_estimate:
+            predicted[0] = estimate * estimate / S.prev_estimate
+        S.prev_estimate = estimate
+        if S.every > 1:
+            check = epoch % S.every == 0
+        else:
+            check = S.since >= 8.0 * S.check_cost
+        check = check or predicted[0] <= target or epoch == max_epochs
+    if check:
+        S.since = 0.0
+    return check
