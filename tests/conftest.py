@@ -120,3 +120,21 @@ def references():
         ridge = staticmethod(ridge_reference)
         hinge_qp = staticmethod(hinge_qp_reference)
     return R
+
+
+# ---------------------------------------------------------------------------------------
+# kernel mixup family (spec seed0): NumPy oracles in tests/helpers/mixup_reference.py
+
+
+@pytest.fixture(scope="session")
+def mixup_ref():
+    """The module tests/helpers/mixup_reference.py: slow MixupSDCA twin, L-BFGS / QP /
+    scikit-learn references and small real-data problems (tests run in importlib mode, so
+    helpers are loaded by path)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent / "helpers" / "mixup_reference.py"
+    spec = importlib.util.spec_from_file_location("dualsolve_tests_mixup_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

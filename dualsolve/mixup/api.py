@@ -272,7 +272,7 @@ def _approx_grids(loss, param, y):
     """Algorithm 2's per-coordinate ends (b_u < 0 < b_l) of L_i = {zeta : phi(zeta; y_i) <=
     n phi0(0)} (spec 3.3, eq. 16), by doubling then bisection; +-1 labels are unused (F~ = F)."""
     n = y.shape[0]
-    level = n * float(_losses.value(loss, 0.0, 1.0))
+    level = n * float(_losses.value(loss, 0.0, 1.0, param))
     soft = np.abs(y) < 1.0
     ys = y[soft]
     ends = []
@@ -284,13 +284,16 @@ def _approx_grids(loss, param, y):
             if not grow.any():
                 break
             hi = np.where(grow, 2.0 * hi, hi)
-        for _ in range(200):
+        # bisect to machine precision (the grid points depend on these ends), keeping lo
+        # inside L and hi outside
+        for _ in range(2200):
             mid = 0.5 * (lo + hi)
-            inside = _losses.value(loss, mid, ys, param) <= level
-            lo = np.where(inside, mid, lo)
-            hi = np.where(inside, hi, mid)
-            if np.all(np.abs(hi - lo) <= 1e-12 * np.abs(hi)):
+            open_ = (mid != lo) & (mid != hi)
+            if not open_.any():
                 break
+            inside = _losses.value(loss, mid, ys, param) <= level
+            lo = np.where(open_ & inside, mid, lo)
+            hi = np.where(open_ & ~inside, mid, hi)
         end = np.full(n, sign)                      # unused for labels +-1
         end[soft] = lo
         ends.append(end)
