@@ -31,6 +31,7 @@ import dualsolve
 # option the user set explicitly that the solver lacks is reported as an error.
 SOLVERS = {
     "sdca": "train_sdca",
+    "mixup_sdca": "train_mixup_sdca",
 }
 DEFAULT_SOLVER = "sdca"
 DEFAULT_LOSS = "logistic"

@@ -24,7 +24,7 @@ _STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
 _ALIASES = {"bce": "logistic"}
 
 
-def train_mixup_sdca(X, y, *, loss="logistic", lam=None, kernel="linear", gamma=None,
+def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear", gamma=None,
                      degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive",
                      conjugate="closed", approx_grid="tight", decomp_gamma="percoord",
                      implicit=False, sampling="permutation", tol=1e-6, max_epochs=1000,
@@ -53,7 +53,9 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, kernel="linear", gamma=
         gamma = 1/2); max(0, 1-s) (``method="exact"`` only); (s - y)^2 / 2 (which differs
         from the spec's mixup squared loss by the constant (1-y^2)/2).
     lam : float > 0, optional
-        Default 1/n (n counts the mixup points).
+        Default 1/n (n counts the mixup points). Give lam or C.
+    C : float > 0, optional
+        liblinear's cost: lam = 1 / (C n).
     kernel : {"linear", "rbf", "poly", "precomputed"}
         rbf ``exp(-gamma ||x-x'||^2)``; poly ``(gamma <x,x'> + coef0)^degree``.
     gamma : float > 0, optional
@@ -135,7 +137,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, kernel="linear", gamma=
             X_aug, plan = Xc.source, None
         X_orig = Xc.source
     n = y_aug.shape[0]
-    lam = check_regularization(lam, None, n)
+    lam = check_regularization(lam, C, n)
 
     # coordinates: one per point, or the decomposition's up to two
     point = weight = None
