@@ -220,8 +220,8 @@ cdef int64_t* _i64(object arr) except? NULL:
 
 
 def _csr64(X, name="X"):
-    """A checked CSR float64 copy-free-when-possible matrix with sorted indices, and its
-    squared row norms."""
+    """X checked (check_csr) as a float64 CSR matrix with sorted indices (no copy when it
+    already is one), and its squared row norms."""
     Xc = check_csr(X, name)
     M = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape)
     if M.dtype != np.float64:
@@ -261,7 +261,8 @@ def _mix_sqnorms(X64, sq_o, a, b, r):
     _pair_dots(X64.data, X64.indices, X64.indptr, X64.shape[1], a, b, ab)
     s = 1.0 - r
     sq = s * s * sq_o[a] + 2.0 * r * s * ab + r * r * sq_o[b]
-    return np.maximum(sq, 0.0)      # rounding may dip below 0 for x_a close to -x_b/...
+    # a mixed point near 0 (e.g. x_b close to -x_a (1-r)/r) can round below 0
+    return np.maximum(sq, 0.0)
 
 
 def augmented_sqnorms(X_orig, plan=None):
@@ -276,7 +277,8 @@ def augmented_sqnorms(X_orig, plan=None):
 
 
 def _augmented_rows(X64, a, b, r):
-    """M @ X_o as CSR float64 (sorted, no duplicates)."""
+    """M @ X_o as CSR float64 (sorted, no duplicates); M as in MixupPlan.matrix(), built
+    here because _core does not import the mixup package."""
     n_o, m = X64.shape[0], a.shape[0]
     if m == 0:
         return X64
@@ -339,7 +341,8 @@ cdef class ColumnSource:
         pass
 
     def _set_diag(self, diag):
-        self._diag = np.ascontiguousarray(diag, dtype=np.float64)
+        # always a private copy: K.diagonal() is a read-only view (contiguous when n = 1)
+        self._diag = np.array(diag, dtype=np.float64, order="C")
         self.diag = _f64(self._diag)
 
     def column_py(self, Py_ssize_t i):
@@ -712,7 +715,7 @@ cdef class CachedColumns(ColumnSource):
         cdef Py_ssize_t s = self.slot_of[i]
         if s >= 0:
             self.hits += 1
-            if False:
+            if s != self.head:
                 _lru_unlink(self, s)
                 _lru_push_front(self, s)
             return self.slab + s * self.n
