@@ -28,7 +28,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                      degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive",
                      conjugate="closed", approx_grid="tight", decomp_gamma="percoord",
                      implicit=False, sampling="permutation", tol=1e-6, max_epochs=1000,
-                     check_every=1, seed=0, cache_size=200, gram_dtype="float64",
+                     check_every=1, seed=0, cache_size=200, gram_dtype="auto",
                      max_gram_mb=1024, smoothing=None, verbose=0, callback=None):
     """Regularised ERM with mixup in an RKHS, by SDCA (MixupSDCA; spec seed0).
 
@@ -85,8 +85,12 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
         Seeds both the mixup points and the row order.
     cache_size : float
         MB of kernel-column cache when the Gram matrix does not fit ``max_gram_mb``.
-    gram_dtype : {"float64", "float32"}
-        Storage of a dense Gram matrix.
+    gram_dtype : {"auto", "float64", "float32"}
+        Storage of a dense Gram matrix; "auto": float64 if it fits ``max_gram_mb``, else
+        float32 if that fits (a random-order column cache helps little: SDCA touches every
+        column each epoch), else columns computed on demand through a ``cache_size`` MB cache.
+    max_gram_mb : float
+        Memory cap of the dense Gram matrix.
     verbose, callback : as in ``train_sdca``.
 
     Returns
@@ -181,8 +185,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                                     X=X_orig)
         src = _kernels.make_column_source(X_orig, plan, spec,
                                           precomputed=Kp if kernel == "precomputed" else None,
-                                          gram_dtype=np.dtype(gram_dtype), max_gram_mb=max_gram_mb,
-                                          cache_size=cache_size)
+                                          gram_dtype=_gram_dtype(gram_dtype, n, max_gram_mb),
+                                          max_gram_mb=max_gram_mb, cache_size=cache_size)
         status, n_epochs, primal, dual, gap, p0, rows, beta = _kernel_sdca.kernel_sdca(
             src, np.ascontiguousarray(y_coord, dtype=np.float64), loss, param, lam, alpha, tol,
             max_epochs, check_code, sampling_code, seed, int(verbose), callback, point=point,
@@ -206,7 +210,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
 
 def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma=None,
                      degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, max_epochs=100, seed=0,
-                     sampling="uniform", cache_size=200, gram_dtype="float64",
+                     sampling="uniform", cache_size=200, gram_dtype="auto",
                      max_gram_mb=1024, smoothing=None, verbose=0, callback=None):
     """Kernel SGD with a constant step, the baseline of the paper's Table II (spec 3.6).
 
@@ -233,7 +237,8 @@ def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma
     lam = check_regularization(lam, None, n)
     spec = _kernels.make_kernel(kernel, "auto" if gamma is None else gamma, coef0, degree,
                                 X=Xc.source)
-    src = _kernels.make_column_source(Xc.source, plan, spec, gram_dtype=np.dtype(gram_dtype),
+    src = _kernels.make_column_source(Xc.source, plan, spec,
+                                      gram_dtype=_gram_dtype(gram_dtype, n, max_gram_mb),
                                       max_gram_mb=max_gram_mb, cache_size=cache_size)
     n_epochs, rows, beta = _kernel_sdca.kernel_sgd(
         src, np.ascontiguousarray(y_aug, dtype=np.float64), loss, param, lam, lr, max_epochs,
@@ -245,6 +250,14 @@ def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma
     return KernelModel.from_training(Xc.source, plan, spec, lam * n, dual=beta * lam * n,
                                      history=history, converged=False, n_epochs=n_epochs,
                                      solver="kernel_sgd", params=params, classes=classes)
+
+
+def _gram_dtype(gram_dtype, n, max_gram_mb):
+    check_choice(gram_dtype, "gram_dtype", ("auto", "float64", "float32"))
+    if gram_dtype != "auto":
+        return np.dtype(gram_dtype)
+    fits64 = n * n * 8 <= float(max_gram_mb) * (1 << 20)
+    return np.dtype(np.float64 if fits64 else np.float32)
 
 
 def _check_loss(loss, smoothing):
