@@ -9,12 +9,11 @@ point, or two for the decomposed dual). A step on coordinate j costs one kernel 
 ``beta`` rebuilt from alpha, so the gap is exact, and follow the same schedule
 (``dualsolve.sdca.schedule``).
 """
-from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport NAN
 
-import time
-
 import numpy as np
+
+from dualsolve._monitor import EpochMonitor
 
 from dualsolve._core.kernels cimport ColumnSource
 from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
@@ -99,43 +98,6 @@ cdef void _kernel_epoch(ColumnSource K, KernelProblem* P, bint permute, bint est
     P.pass_gap = pass_gap * n / sampled if sampled > 0 else 0.0
 
 
-cdef class _Monitor:
-    cdef list rows
-    cdef object callback
-    cdef int verbose
-    cdef double t0
-    cdef object error
-
-    def __init__(self, callback, verbose):
-        self.rows = []
-        self.callback = callback
-        self.verbose = verbose
-        self.t0 = time.perf_counter()
-        self.error = None
-
-    cdef int report(self, Py_ssize_t epoch, double primal, double dual, double gap,
-                    double estimate):
-        cdef double t = time.perf_counter() - self.t0
-        self.rows.append((epoch, t, primal, dual, gap, estimate))
-        try:
-            if self.verbose:
-                if epoch == 0:
-                    print(f"{'epoch':>6} {'primal':>22} {'dual':>22} {'gap':>10} {'gap~':>10} "
-                          f"{'seconds':>9}")
-                print(f"{epoch:6d} {primal:22.15e} {dual:22.15e} {gap:10.3e} {estimate:10.3e} "
-                      f"{t:9.3f}", flush=True)
-            if self.callback is not None:
-                if self.callback(dict(epoch=epoch, time=t, primal=primal, dual=dual, gap=gap,
-                                      gap_estimate=estimate)):
-                    return 1
-            if PyErr_CheckSignals() != 0:
-                raise KeyboardInterrupt
-        except BaseException as exc:
-            self.error = exc
-            return 1
-        return 0
-
-
 def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, double lam,
                 double[::1] alpha, double tol, Py_ssize_t max_epochs, Py_ssize_t check_every,
                 int sampling, unsigned long long seed, int verbose, callback, point=None,
@@ -201,7 +163,7 @@ def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, dou
     target = tol * p0
     # work model: a step costs a column update (m), a check one K-vector product (m^2)
     schedule_init(&sched, check_every, <double>m * m)
-    cdef _Monitor mon = _Monitor(callback, verbose)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate"))
     with nogil:
         _kernel_check(K, &P, &primal, &dual, &gap)
     if gap <= target:
@@ -267,7 +229,7 @@ def kernel_sgd(ColumnSource K, const double[::1] y, str loss, double param, doub
     cdef Py_ssize_t[::1] iv = index
     cdef double s = 1.0, shrink = 1.0 - lr * lam, g, f, primal
     cdef const double* col
-    cdef _Monitor mon = _Monitor(callback, verbose)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate"))
     with nogil:
         primal = _sgd_primal(K, &btv[0], &zexv[0], &y[0], &L, lam, n)
     if mon.report(0, primal, NAN, NAN, NAN):

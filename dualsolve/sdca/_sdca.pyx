@@ -15,14 +15,13 @@ pass is needed. When the gap reaches tol * P(0), w is recomputed from alpha (rem
 incremental rounding drift) and the gap re-checked before stopping: the final gap is a
 certificate.
 """
-from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-import time
-
 import numpy as np
+
+from dualsolve._monitor import EpochMonitor
 
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
@@ -393,51 +392,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
 # Python driver: history, verbose lines, callback and Ctrl-C through the hook
 
 
-cdef class _Monitor:
-    cdef list rows
-    cdef object callback
-    cdef int verbose
-    cdef double t0
-    cdef object error
-    cdef object w_view
-
-    def __init__(self, callback, verbose, w_view):
-        self.rows = []
-        self.callback = callback
-        self.verbose = verbose
-        self.t0 = time.perf_counter()
-        self.error = None
-        self.w_view = w_view
-
-
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
                       double gap_estimate, Py_ssize_t n_active) noexcept nogil:
     with gil:
-        return _python_hook_gil(<_Monitor>ctx, epoch, primal, dual, gap, gap_estimate, n_active)
-
-
-cdef int _python_hook_gil(_Monitor mon, Py_ssize_t epoch, double primal, double dual,
-                          double gap, double gap_estimate, Py_ssize_t n_active):
-    cdef double t = time.perf_counter() - mon.t0
-    mon.rows.append((epoch, t, primal, dual, gap, gap_estimate, n_active))
-    try:
-        if mon.verbose:
-            if epoch == 0:
-                print(f"{'epoch':>6} {'primal':>22} {'dual':>22} {'gap':>10} {'gap~':>10} "
-                      f"{'active':>9} {'seconds':>9}")
-            print(f"{epoch:6d} {primal:22.15e} {dual:22.15e} {gap:10.3e} {gap_estimate:10.3e} "
-                  f"{n_active:9d} {t:9.3f}", flush=True)
-        if mon.callback is not None:
-            info = dict(epoch=epoch, time=t, primal=primal, dual=dual, gap=gap,
-                        gap_estimate=gap_estimate, n_active=n_active, coef=mon.w_view)
-            if mon.callback(info):
-                return 1
-        if PyErr_CheckSignals() != 0:
-            raise KeyboardInterrupt
-    except BaseException as exc:
-        mon.error = exc
-        return 1
-    return 0
+        return 1 if (<object>ctx).report(epoch, primal, dual, gap, gap_estimate, n_active) else 0
 
 
 cdef const double* _dptr(object a, Py_ssize_t n, str name) except? NULL:
@@ -486,7 +444,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         raise ValueError("mixed points need their squared norms (sqnorm)")
     w_view = np.asarray(w)
     w_view.flags.writeable = False
-    cdef _Monitor mon = _Monitor(callback, verbose, w_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate", "n_active"),
+                       coef=w_view)
     cdef int sqnorm_given = sqnorm is not None
     sqnorm = np.empty(n_points) if sqnorm is None else np.array(sqnorm, dtype=np.float64)
     zbuf = np.empty(n)
