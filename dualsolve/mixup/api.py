@@ -133,6 +133,11 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
     else:
         Xc = check_csr(X)
         if n_mix:
+            y_arr = np.asarray(y)
+            if y_arr.dtype.kind in "biuf" and y_arr.size and np.unique(y_arr).shape[0] > 2:
+                raise ValueError("n_mix > 0 mixes two classes: y must hold two class labels "
+                                 f"(got {np.unique(y_arr).shape[0]} distinct values); soft "
+                                 "labels are accepted with n_mix=0")
             X_aug, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed,
                                                materialize=kernel == "linear" and not implicit)
             _, classes = check_labels(y, Xc.shape[0], "binary")
