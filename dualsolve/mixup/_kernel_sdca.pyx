@@ -18,7 +18,8 @@ from dualsolve._monitor import EpochMonitor
 from dualsolve._core.kernels cimport ColumnSource
 from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
-from dualsolve.sdca.steps cimport StepParams, coordinate_step
+from dualsolve._core.buffers cimport double_ptr, intp_ptr
+from dualsolve.sdca.steps cimport StepParams, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
 
 
@@ -112,9 +113,6 @@ def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, dou
     """
     cdef KernelProblem P
     cdef Py_ssize_t n = y.shape[0], m = K.n, j, epoch = 0
-    cdef const double[::1] wv
-    cdef const Py_ssize_t[::1] pv
-    cdef const double[::1] glo, ghi
     if point is None and n != m:
         raise ValueError(f"y has {n} entries for a {m} x {m} kernel matrix")
     beta = np.zeros(m)
@@ -124,28 +122,13 @@ def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, dou
     cdef Py_ssize_t[::1] iv = index
     P.n = n
     P.n_points = m
-    P.point = NULL
-    P.weight = NULL
-    if point is not None:
-        pv = point
-        P.point = &pv[0]
-    if weight is not None:
-        wv = weight
-        P.weight = &wv[0]
+    P.point = intp_ptr(point, n, "point")
+    P.weight = double_ptr(weight, n, "weight")
     P.y = &y[0]
     P.loss = make_loss(loss, param)
-    P.step.rule = step_rule
-    P.step.gamma = step_gamma
-    P.step.grid_n = n
-    P.step.tight = approx_tight
-    P.step.paper_gamma = paper_gamma
-    P.step.grid_lo = NULL
-    P.step.grid_hi = NULL
-    if grid is not None:
-        glo = grid[0]
-        ghi = grid[1]
-        P.step.grid_lo = &glo[0]
-        P.step.grid_hi = &ghi[0]
+    step_params_init(&P.step, step_rule, step_gamma, n, approx_tight, paper_gamma,
+                     NULL if grid is None else double_ptr(grid[0], n, "grid_lo"),
+                     NULL if grid is None else double_ptr(grid[1], n, "grid_hi"))
     P.lam = lam
     P.alpha = &alpha[0]
     P.beta = &bv[0]

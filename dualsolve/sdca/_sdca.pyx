@@ -29,7 +29,8 @@ from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_S
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
-from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step
+from dualsolve._core.buffers cimport double_ptr, intp_ptr
+from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
 
 
@@ -58,13 +59,7 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.d = d
     P.y = y
     P.loss = loss
-    P.step.rule = STEP_EXACT
-    P.step.gamma = 0.0
-    P.step.grid_n = 0.0
-    P.step.tight = 1
-    P.step.paper_gamma = 0
-    P.step.grid_lo = NULL
-    P.step.grid_hi = NULL
+    step_params_init(&P.step, STEP_EXACT, 0.0, 0.0, 1, 0, NULL, NULL)
     P.lam = lam
     P.bias = bias
     P.w = w
@@ -398,25 +393,6 @@ cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, d
         return 1 if (<object>ctx).report(epoch, primal, dual, gap, gap_estimate, n_active) else 0
 
 
-cdef const double* _dptr(object a, Py_ssize_t n, str name) except? NULL:
-    """Pointer into a float64 C-contiguous array of length n, or NULL for None."""
-    if a is None:
-        return NULL
-    cdef const double[::1] v = a
-    if v.shape[0] != n:
-        raise ValueError(f"{name} must have length {n}")
-    return &v[0]
-
-
-cdef const Py_ssize_t* _iptr(object a, Py_ssize_t n, str name) except? NULL:
-    if a is None:
-        return NULL
-    cdef const Py_ssize_t[::1] v = a
-    if v.shape[0] != n:
-        raise ValueError(f"{name} must have length {n}")
-    return &v[0]
-
-
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
          double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
@@ -458,20 +434,15 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     P.sqnorm_given = sqnorm_given
     P.n_points = n_points
     P.n_rows = n_rows
-    P.point = _iptr(point, n, "point")
-    P.weight = _dptr(weight, n, "weight")
+    P.point = intp_ptr(point, n, "point")
+    P.weight = double_ptr(weight, n, "weight")
     if mix is not None:
-        P.mix_a = _iptr(mix[0], n_mix, "mix_a")
-        P.mix_b = _iptr(mix[1], n_mix, "mix_b")
-        P.mix_r = _dptr(mix[2], n_mix, "mix_r")
-    P.step.rule = step_rule
-    P.step.gamma = step_gamma
-    P.step.grid_n = n
-    P.step.tight = approx_tight
-    P.step.paper_gamma = paper_gamma
-    if grid is not None:
-        P.step.grid_lo = _dptr(grid[0], n, "grid_lo")
-        P.step.grid_hi = _dptr(grid[1], n, "grid_hi")
+        P.mix_a = intp_ptr(mix[0], n_mix, "mix_a")
+        P.mix_b = intp_ptr(mix[1], n_mix, "mix_b")
+        P.mix_r = double_ptr(mix[2], n_mix, "mix_r")
+    step_params_init(&P.step, step_rule, step_gamma, n, approx_tight, paper_gamma,
+                     NULL if grid is None else double_ptr(grid[0], n, "grid_lo"),
+                     NULL if grid is None else double_ptr(grid[1], n, "grid_hi"))
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.check_every = check_every

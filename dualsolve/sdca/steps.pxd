@@ -36,6 +36,18 @@ ctypedef struct StepParams:
     const double* grid_hi  # per coordinate: b_l (> 0), the upper end of L_i (approx only)
 
 
+cdef inline void step_params_init(StepParams* S, int rule, double gamma, double grid_n,
+                                  int tight, int paper_gamma, const double* grid_lo,
+                                  const double* grid_hi) noexcept nogil:
+    S.rule = rule
+    S.gamma = gamma
+    S.grid_n = grid_n
+    S.tight = tight
+    S.paper_gamma = paper_gamma
+    S.grid_lo = grid_lo
+    S.grid_hi = grid_hi
+
+
 cdef inline double _numeric_conj(const Loss* L, double a, double y) noexcept nogil:
     """h(a; y) = sup_s (-a s - phi(s; y)) by bisection on -phi'(s) = a (decreasing in s)."""
     cdef double lo = -1.0, hi = 1.0, m
