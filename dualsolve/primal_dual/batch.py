@@ -1,0 +1,697 @@
+"""Batch primal-dual solvers (Wang & Xiao 2017, spec seed1 sections 2.1, 2.2, 2.4):
+``train_bpd`` (Chambolle-Pock, Alg. 1), ``train_ada_bpd`` (Alg. 2 with the adaptation
+rules of Alg. 3 / Alg. 4) and ``train_df_bpd`` (dual-free BPD, Alg. 6).
+
+All three solve, for ``X`` with ``n`` rows ``a_i`` and labels / targets ``b_i``::
+
+    min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+
+through the saddle point ``min_x max_y (1/n) sum_i (y_i a_i.x - phi*(y_i; b_i)) + g(x)``,
+in the spec's ERM units (the paper's batch dual ``w`` is ``y / n``). ``lam = 0`` is allowed:
+the objective is then strongly convex "from the data" with modulus ``Delta / n``, where
+``Delta = delta mu^2``, ``mu^2 = lambda_min(X^T X)`` and ``delta`` the strong convexity
+of the loss (1 for squared, 0 nominally for logistic / smoothed hinge, whose local curvature
+the adaptive solver finds). The step sizes are built from ``n lam + Delta``.
+
+One iteration is one ``X @ x`` and one ``X.T @ y`` (scipy, O(nnz)) plus O(n + d) vector
+work: ``z = X x`` is kept, so the extrapolated scores ``X xt`` cost no third product, and
+the primal / dual objectives at every iteration cost O(n + d) (spec 3.1). Plain NumPy and
+scipy are enough here; the per-element loss work goes through the compiled loss table.
+
+Dual conventions: the dual variable here is the paper's ``y`` with ``y_i -> phi'(a_i.x*)``
+at the optimum (the SDCA family's ``alpha`` is ``-y``). The dual proximal map
+``prox_{s phi*}(v) = argmin_b phi*(b) + (b - v)^2 / (2 s)`` is the loss table's exact dual
+coordinate step with the sign flipped: ``-dual_step(loss, b, 0, -v, 1/s)``.
+"""
+import warnings
+import weakref
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .._core import losses as _losses
+from .._monitor import EpochMonitor
+from .._validation import (ConvergenceWarning, check_csr, check_labels, check_positive, check_int,
+                           check_seed, check_choice)
+from ..model import Model, make_history
+
+__all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "spectral_norm"]
+
+LOSSES = ("squared", "logistic", "smooth_hinge")
+# delta: strong convexity of phi (nominal; logistic and smoothed hinge have none globally)
+_DELTA = {"squared": 1.0, "logistic": 0.0, "smooth_hinge": 0.0}
+_STATUS = {0: "converged", 1: "max_iter", 2: "stopped", 3: "diverged"}
+HISTORY_EXTRA = ("gap_estimate", "nnz", "Delta", "theta")
+_EPS = np.finfo(np.float64).eps
+
+
+# ---------------------------------------------------------------------------------------
+# ||X||_2: exact from the Gram matrix of the smaller side, or Lanczos; cached per matrix
+
+_DENSE_NORM_MAX = 500          # min(n, d) up to which the Gram matrix is formed densely
+_LANCZOS_SAFETY = 1.0 + 1e-6   # a Ritz value is a lower bound of lambda_max: step back a hair
+_NORM_CACHE = {}               # id(matrix) -> (weakref, fingerprint, (L, method))
+
+
+def spectral_norm(X):
+    """``||X||_2`` (largest singular value) of a sparse or dense matrix, and how it was found.
+
+    Returns ``(L, method)``. When ``min(n, d) <= 500`` the smaller Gram matrix (``X^T X`` or
+    ``X X^T``) is formed and its largest eigenvalue taken by a dense symmetric solver
+    (``method="dense"``, exact to rounding). Otherwise ``scipy.sparse.linalg.eigsh``
+    (ARPACK Lanczos, the engine of ``svds``) runs on the operator ``v -> X^T (X v)`` (or
+    ``X (X^T v)``) from a fixed start vector, to relative tolerance 1e-10; the Ritz value
+    is a lower bound, so it is raised by a factor ``1 + 1e-6`` (``method="lanczos"``).
+    """
+    A = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    n, d = A.shape
+    if A.nnz == 0 or min(n, d) == 0:
+        return 0.0, "dense"
+    if min(n, d) <= _DENSE_NORM_MAX:
+        G = (A.T @ A) if d <= n else (A @ A.T)
+        G = G.toarray() if sp.issparse(G) else np.asarray(G)
+        lmax = float(np.linalg.eigvalsh(G)[-1])
+        return float(np.sqrt(max(lmax, 0.0))), "dense"
+    m = min(n, d)
+    At = A.T                               # CSC view, no copy
+    if d <= n:
+        op = spla.LinearOperator((d, d), matvec=lambda v: At @ (A @ v), dtype=np.float64)
+    else:
+        op = spla.LinearOperator((n, n), matvec=lambda v: A @ (At @ v), dtype=np.float64)
+    v0 = np.random.default_rng(20170806).standard_normal(m)
+    lmax = float(spla.eigsh(op, k=1, which="LA", v0=v0, tol=1e-10, return_eigenvectors=False)[0])
+    return float(np.sqrt(max(lmax, 0.0)) * _LANCZOS_SAFETY), "lanczos"
+
+
+def _cached_norm(Xc, A):
+    """spectral_norm of the checked matrix, remembered for the matrix object the user
+    passed (a regularisation path pays for it once). The key is the object and a
+    fingerprint of its arrays (addresses, nnz, sum of entries and of squared row norms),
+    so an in-place change of the data is noticed."""
+    src = Xc.source
+    sq = float(np.sum(Xc.sqnorm)) if Xc.sqnorm is not None else float(np.sum(A.data ** 2))
+    fp = (Xc.shape, int(Xc.indptr[-1]), Xc.data.ctypes.data, Xc.indices.ctypes.data,
+          Xc.indptr.ctypes.data, float(np.sum(Xc.data)), sq)
+    key = id(src)
+    hit = _NORM_CACHE.get(key)
+    if hit is not None and hit[0]() is src and hit[1] == fp:
+        return hit[2][0], hit[2][1], True
+    value = spectral_norm(A)
+    try:
+        def _drop(ref, key=key):
+            entry = _NORM_CACHE.get(key)
+            if entry is not None and entry[0] is ref:
+                del _NORM_CACHE[key]
+        ref = weakref.ref(src, _drop)
+    except TypeError:                      # pragma: no cover (not weak-referenceable)
+        return value[0], value[1], False
+    _NORM_CACHE[key] = (ref, fp, value)
+    return value[0], value[1], False
+
+
+# ---------------------------------------------------------------------------------------
+# the problem: data, loss, regulariser and the objectives
+
+
+class _Problem:
+    def __init__(self, A, b, loss, param, lam, l1, L):
+        self.A = A
+        self.At = A.T                      # CSC view: X.T @ y is one O(nnz) scatter
+        self.n, self.d = A.shape
+        self.b = b
+        self.loss, self.param = loss, param
+        self.gamma = float(_losses.strong_convexity(loss, param))   # phi* is gamma-strongly convex
+        self.delta = _DELTA[loss]
+        self.lam, self.l1 = lam, l1
+        self.L = L
+        self.nnz = int(A.nnz)
+        self.p0 = float(np.mean(_losses.value(loss, 0.0, b, param)))
+
+    # phi and its conjugate, elementwise (the loss table; h(a) = phi*(-a))
+    def phi(self, z):
+        return _losses.value(self.loss, z, self.b, self.param)
+
+    def dphi(self, z):
+        return _losses.derivative(self.loss, z, self.b, self.param)
+
+    def phi_conj(self, y):
+        return _losses.conjugate(self.loss, -y, self.b, self.param)
+
+    def dual_prox(self, v, s):
+        """prox_{s phi*}(v) elementwise: -dual_step(loss, b, 0, -v, 1/s)."""
+        return -_losses.dual_step(self.loss, self.b, 0.0, -v, 1.0 / s, self.param)
+
+    def prox_g(self, v, tau):
+        """prox of tau g, g = (lam/2)||.||^2 + l1 ||.||_1: S(v, tau l1) / (1 + tau lam)."""
+        if self.l1 > 0.0:
+            v = np.sign(v) * np.maximum(np.abs(v) - tau * self.l1, 0.0)
+        if self.lam > 0.0:
+            v = v / (1.0 + tau * self.lam)
+        return v
+
+    def primal(self, x, z):
+        p = float(np.mean(self.phi(z)))
+        if self.lam > 0.0:
+            p += 0.5 * self.lam * float(x @ x)
+        if self.l1 > 0.0:
+            p += self.l1 * float(np.abs(x).sum())
+        return p
+
+    def dual(self, y, q):
+        """D(y) with q = X^T y. lam > 0: exact. lam = 0, l1 > 0: g* is the indicator of
+        ||w||_inf <= l1, so y is first scaled into feasibility by s = min(1, l1 / ||q/n||_inf)
+        (the Lasso dual-gap trick; s y stays in the loss's dual domain, which is an interval
+        holding 0) and D(s y) is returned. lam = l1 = 0: g* is the indicator of {0};
+        D = -inf."""
+        n = self.n
+        if self.lam > 0.0:
+            w = -q / n
+            if self.l1 > 0.0:
+                w = np.sign(w) * np.maximum(np.abs(w) - self.l1, 0.0)
+            return -float(np.mean(self.phi_conj(y))) - float(w @ w) / (2.0 * self.lam)
+        if self.l1 > 0.0:
+            qmax = float(np.abs(q).max()) / n if q.size else 0.0
+            s = 1.0 if qmax <= self.l1 else self.l1 / qmax
+            return -float(np.mean(self.phi_conj(s * y)))
+        return -np.inf
+
+
+def _measures(prob, x, z, y, q, Delta, p):
+    """(dual, gap, gap_estimate, adapt_measure) at (x, y) with z = X x, q = X^T y, P(x) = p.
+
+    With a dual (lam > 0 or l1 > 0) all three are the duality gap. With lam = l1 = 0 the
+    gap is +inf and the substitute (spec 2.8 (ii)) is a bound on the gradient norm,
+    ||grad P(x)|| <= gb = ||q||/n + (L/n) ||phi'(z) - y||  (since grad P = X^T phi'(z) / n),
+    free of any further product; ``gap_estimate = n gb^2 / (2 Delta)`` bounds P(x) - P*
+    whenever ``Delta <= delta mu^2`` (P is Delta/n-strongly convex), and ``gb^2`` drives
+    the adaptation."""
+    dual = prob.dual(y, q)
+    if np.isfinite(dual):
+        gap = p - dual
+        return dual, gap, gap, gap
+    n = prob.n
+    gb = (float(np.linalg.norm(q)) + prob.L * float(np.linalg.norm(prob.dphi(z) - y))) / n
+    return dual, np.inf, n * gb * gb / (2.0 * Delta), gb * gb
+
+
+# ---------------------------------------------------------------------------------------
+# step parameters (spec 2.1 and 2.4, ERM units; 2.6 table)
+
+
+def bpd_parameters(n, L, gamma, delta, lam, Delta, step=1.0):
+    """(sigma, tau, theta) of BPD in ERM units (spec 2.1), with ``Delta`` for delta mu^2::
+
+        sigma = (c/L) sqrt((n lam + Delta)/gamma),  tau = (c n/L) sqrt(gamma/(n lam + Delta))
+        theta_x = (1 - Delta/((delta + 2 sigma) L^2)) / (1 + tau lam)
+        theta_y = 1 / (1 + sigma gamma/2),          theta = max(theta_x, theta_y)
+
+    ``c = step`` (1: Theorem 1, tau sigma = n / L^2; the rates are those of c = 1)."""
+    s = n * lam + Delta
+    sigma = step / L * np.sqrt(s / gamma)
+    tau = step * n / L * np.sqrt(gamma / s)
+    theta_x = (1.0 - Delta / ((delta + 2.0 * sigma) * L * L)) / (1.0 + tau * lam)
+    theta_y = 1.0 / (1.0 + sigma * gamma / 2.0)
+    return sigma, tau, max(theta_x, theta_y)
+
+
+def df_bpd_parameters(n, L, gamma, lam, Delta, step=0.5):
+    """(sigma, tau, theta) of DF-BPD in ERM units (spec 2.4)::
+
+        tau = (c n/L) sqrt(gamma/(n lam + Delta)),  sigma = (c/L) sqrt(gamma (n lam + Delta))
+        theta_x = (1 - tau sigma (Delta/n) / (4 + 2 sigma)) / (1 + tau lam)
+        theta_y = 1 / (1 + sigma/2),                theta = max(theta_x, theta_y)
+
+    ``c = step``: 1/2 is the proven value (Appendix D; erratum E2), 1 Theorem 3 as printed."""
+    s = n * lam + Delta
+    tau = step * n / L * np.sqrt(gamma / s)
+    sigma = step / L * np.sqrt(gamma * s)
+    theta_x = (1.0 - tau * sigma * (Delta / n) / (4.0 + 2.0 * sigma)) / (1.0 + tau * lam)
+    theta_y = 1.0 / (1.0 + sigma / 2.0)
+    return sigma, tau, max(theta_x, theta_y)
+
+
+# ---------------------------------------------------------------------------------------
+# the iteration
+
+
+class _Adapt:
+    """BPD-Adapt (spec 2.2): every ``period`` iterations, estimate the window ratio of the
+    gap and double or halve Delta.
+
+    The ratio over the window of T iterations is ``r = rho^T`` with the per-iteration rate
+    ``rho`` from a least-squares fit through the origin of ``log(G(t0+k)/G(t0))`` against
+    ``k = 1..T`` (the spec's regression, recommended for every solver since the batch gap
+    is not monotone). ``"simple"`` (Alg. 3): double Delta if ``r < theta^T`` (faster than
+    Theorem 1 predicts at the current Delta), else halve it. ``"robust"`` (Alg. 4):
+    ``r <= c_lo rho_prev`` doubles, ``r >= c_hi rho_prev`` halves, both then set
+    ``rho_prev = r``; ``rho_prev`` starts at ``theta^T`` of the initial Delta. Adaptation
+    pauses for a window holding a non-positive or non-finite value, or one that reached
+    the rounding floor (spec 5.2 item 3; see ``_run``); Delta never drops below
+    ``1e-12 Delta0``."""
+
+    def __init__(self, rule, period, c_lo, c_hi, factor, Delta0, theta0):
+        self.rule, self.period = rule, period
+        self.c_lo, self.c_hi, self.factor = c_lo, c_hi, factor
+        self.floor = 1e-12 * Delta0
+        self.rho = theta0 ** period
+        k = np.arange(1, period + 1, dtype=np.float64)
+        self.k, self.kk = k, float(k @ k)
+        self.n_up = self.n_down = 0
+
+    def __call__(self, window, Delta, theta, frozen=False):
+        g = np.asarray(window, dtype=np.float64)
+        if frozen or not np.all(np.isfinite(g)) or np.any(g <= 0.0):
+            return Delta
+        r = float(np.exp(self.period * (self.k @ np.log(g[1:] / g[0])) / self.kk))
+        if self.rule == "simple":
+            up = r < theta ** self.period
+            down = not up
+        else:
+            up = r <= self.c_lo * self.rho
+            down = (not up) and r >= self.c_hi * self.rho
+            if up or down:
+                self.rho = r
+        if up:
+            self.n_up += 1
+            return Delta * self.factor
+        if down:
+            self.n_down += 1
+            return max(Delta / self.factor, self.floor)
+        return Delta
+
+
+def _run(prob, method, Delta, step, theta_fixed, adapt, x0, tol, max_iter, verbose, callback):
+    """Iterate BPD / DF-BPD from x0 (written in place); returns a result dict."""
+    n = prob.n
+    A, At = prob.A, prob.At
+
+    def parameters(D):
+        if method == "df":
+            sigma, tau, theta = df_bpd_parameters(n, prob.L, prob.gamma, prob.lam, D, step)
+        else:
+            sigma, tau, theta = bpd_parameters(n, prob.L, prob.gamma, prob.delta, prob.lam, D, step)
+        return sigma, tau, theta, (theta if theta_fixed is None else theta_fixed)
+
+    x = x0
+    z = A @ x
+    # y(0) = phi'(X x0): in dom phi* for every loss, and the dual optimum if x0 is optimal;
+    # for DF-BPD, v(0) = X x0 makes v(0) a subgradient of phi* at y(0) (spec 2.7)
+    v = z.copy() if method == "df" else None
+    y = prob.dphi(z)
+    q = At @ y
+    nnz = 2 * prob.nnz
+    zt = z
+    sigma, tau, theta_rate, theta = parameters(Delta)
+    target = tol * prob.p0
+
+    x_view = x.view()
+    x_view.flags.writeable = False
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + HISTORY_EXTRA, coef=x_view)
+    p = prob.primal(x, z)
+    dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta, p)
+    window, pwin = [measure], [p]
+    status = 0 if gap_est <= target else 1
+    if mon.report(0, p, dual, gap, gap_est, nnz, Delta, theta) and status != 0:
+        status = 2
+    t = 0
+    while status == 1 and t < max_iter:
+        # dual step on y(t) with the extrapolated scores X xt(t) = zt
+        if method == "df":
+            v = (v + sigma * zt) / (1.0 + sigma)
+            y = prob.dphi(v)
+        else:
+            y = prob.dual_prox(y + sigma * zt, sigma)
+        q = At @ y
+        # primal step, then the new scores and their extrapolation (no third product)
+        x[:] = prob.prox_g(x - (tau / n) * q, tau)
+        z_new = A @ x
+        zt = z_new + theta * (z_new - z)
+        z = z_new
+        nnz += 2 * prob.nnz
+        t += 1
+
+        p = prob.primal(x, z)
+        dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta, p)
+        if not np.isfinite(p):
+            status = 3
+        elif gap_est <= target:
+            status = 0
+        stop = mon.report(t, p, dual, gap, gap_est, nnz, Delta, theta)
+        if stop and status == 1:
+            status = 2
+        if adapt is not None and status == 1:
+            window.append(measure)
+            pwin.append(p)
+            if len(window) == adapt.period + 1:
+                # the rounding floor: P flat to a few ulps over the window, or a gap at the
+                # level of rounding; more changes of Delta could only feed on noise there
+                scale = max(abs(p), prob.p0)
+                frozen = (max(pwin) - min(pwin) <= 8 * _EPS * scale
+                          or gap_est <= 1e-14 * scale)
+                new = adapt(window, Delta, theta_rate, frozen)
+                window, pwin = [measure], [p]
+                if new != Delta:
+                    Delta = new
+                    sigma, tau, theta_rate, theta = parameters(Delta)
+    if mon.error is not None:
+        raise mon.error
+    return dict(status=status, n_iter=t, y=y, primal=p, dual=dual, gap=gap, gap_estimate=gap_est,
+                Delta=Delta, sigma=sigma, tau=tau, theta=theta, rows=mon.rows, target=target)
+
+
+# ---------------------------------------------------------------------------------------
+# shared driver
+
+
+def _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, seed, callback,
+                  step_max=1.0):
+    Xc = check_csr(X)
+    n, d = Xc.shape
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {list(LOSSES)}; got {type(loss).__name__}")
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {list(LOSSES)} for the primal-dual solvers "
+                         f"(they need a smooth loss); got {loss!r}")
+    if smoothing is not None and loss != "smooth_hinge":
+        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
+    loss, param = _losses.check_loss(loss, smoothing)
+    b, classes = check_labels(y, n, "regression" if loss == "squared" else "binary")
+    lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
+    l1 = check_positive(l1, "l1", allow_zero=True)
+    tol = check_positive(tol, "tol", allow_zero=True)
+    max_iter = check_int(max_iter, "max_iter", 0)
+    step = check_positive(step, "step")
+    if step > step_max:
+        raise ValueError(f"step must be in (0, {step_max:g}] (the scale of tau and sigma "
+                         f"covered by the theory); got {step}")
+    if isinstance(theta, str):
+        check_choice(theta, "theta", ("formula", "one"))
+        theta_fixed = None if theta == "formula" else 1.0
+    else:
+        theta_fixed = check_positive(theta, "theta", allow_zero=True)
+        if theta_fixed > 1.0:
+            raise ValueError(f"theta must be 'formula' or a number in [0, 1]; got {theta_fixed}")
+    seed = check_seed(seed)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable")
+    data = Xc.data if Xc.data.dtype == np.float64 else Xc.data.astype(np.float64)
+    A = sp.csr_matrix((data, Xc.indices, Xc.indptr), shape=(n, d), copy=False)
+    return Xc, A, b, classes, loss, param, lam, l1, tol, max_iter, step, theta_fixed, seed
+
+
+def _initial_x(warm_start, d):
+    if warm_start is None:
+        return np.zeros(d)
+    if isinstance(warm_start, Model):
+        warm_start = warm_start.coef
+    x0 = np.array(warm_start, dtype=np.float64, copy=True).ravel()
+    if x0.shape[0] != d:
+        raise ValueError(f"warm_start has {x0.shape[0]} coefficients but X has {d} features")
+    if not np.isfinite(x0).all():
+        raise ValueError("warm_start contains NaN or infinity")
+    return x0
+
+
+def _check_delta(delta_hat, name="delta_hat"):
+    if delta_hat is None:
+        return None
+    return check_positive(delta_hat, name, allow_zero=True)
+
+
+def _fit(solver, X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
+         verbose, callback, warm_start, method, adapt_args=None, extra_params=None):
+    (Xc, A, b, classes, loss, param, lam, l1, tol, max_iter, step, theta_fixed,
+     seed) = _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, seed,
+                           callback)
+    n, d = Xc.shape
+    x0 = _initial_x(warm_start, d)
+    fro2 = float(np.sum(A.data ** 2))
+    if Delta is None:
+        # Ada-BPD's default start ||X||_F^2 / (gamma d): an upper bound on delta mu^2, since
+        # delta <= 1/gamma and mu^2 <= the mean eigenvalue of X^T X (spec 5.1); else 0
+        gamma = float(_losses.strong_convexity(loss, param))
+        Delta = fro2 / (gamma * d) if (adapt_args is not None and fro2 > 0.0) else 0.0
+    if lam == 0.0 and Delta <= 0.0 and fro2 > 0.0:
+        raise ValueError(f"lam = 0 needs delta_hat > 0 (an estimate of the strong convexity "
+                         f"from data, delta * lambda_min(X^T X)); {solver} got delta_hat="
+                         f"{Delta!r}. Use train_ada_bpd to estimate it on the fly.")
+    L, norm_method, cached = _cached_norm(Xc, A)
+    prob = _Problem(A, b, loss, param, lam, l1, L)
+    adapt = None
+    Delta0 = Delta
+    if L == 0.0:
+        # X = 0: P(x) = mean phi(0) + g(x) is minimised at x = 0 (any x when g = 0)
+        res = _trivial(prob)
+    else:
+        if adapt_args is not None:
+            rule, period, c_lo, c_hi, factor = adapt_args
+            _, _, theta0 = (df_bpd_parameters(n, L, prob.gamma, lam, Delta, step) if method == "df"
+                            else bpd_parameters(n, L, prob.gamma, prob.delta, lam, Delta, step))
+            adapt = _Adapt(rule, period, c_lo, c_hi, factor, Delta, theta0)
+        res = _run(prob, method, Delta, step, theta_fixed, adapt, x0, tol, max_iter,
+                   int(verbose), callback)          # x0 is overwritten with the solution
+    status = res["status"]
+    if status == 1:
+        warnings.warn(f"train_{solver} stopped after max_iter={res['n_iter']} with "
+                      f"{'duality gap' if np.isfinite(res['gap']) else 'gap estimate'} "
+                      f"{res['gap_estimate']:.3e} > tol * P(0) = {res['target']:.3e}; "
+                      "increase max_iter or tol", ConvergenceWarning, stacklevel=3)
+    elif status == 3:
+        warnings.warn(f"train_{solver} diverged (non-finite objective after {res['n_iter']} "
+                      "iterations); lower step", ConvergenceWarning, stacklevel=3)
+    params = dict(loss=loss, lam=lam, l1=l1, loss_param=param, tol=tol, max_iter=max_iter,
+                  delta_hat=Delta0, Delta=res["Delta"], step=step,
+                  theta="formula" if theta_fixed is None else theta_fixed, seed=seed,
+                  status=_STATUS[status], p0=prob.p0, L=L, norm_method=norm_method,
+                  norm_cached=cached, gamma=prob.gamma, delta=prob.delta, sigma=res["sigma"],
+                  tau=res["tau"], theta_final=res["theta"], nnz=prob.nnz)
+    if adapt is not None:
+        params.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
+    params.update(extra_params or {})
+    return Model(coef=x0, dual=res["y"],
+                 history=make_history(res["rows"], extra_fields=HISTORY_EXTRA),
+                 converged=status == 0, n_epochs=res["n_iter"], solver=solver, params=params,
+                 classes=classes)
+
+
+def _trivial(prob):
+    x = np.zeros(prob.d)
+    z = np.zeros(prob.n)
+    y = prob.dphi(z)
+    q = np.zeros(prob.d)
+    p = prob.primal(x, z)
+    dual = prob.dual(y, q)
+    gap = p - dual if np.isfinite(dual) else np.inf
+    row = (0, 0.0, p, dual, gap, 0.0 if not np.isfinite(gap) else gap, 0.0, 0.0, 0.0)
+    return dict(status=0, n_iter=0, y=y, primal=p, dual=dual, gap=gap,
+                gap_estimate=row[5], Delta=0.0, sigma=0.0, tau=0.0, theta=0.0, rows=[row],
+                target=0.0)
+
+
+# ---------------------------------------------------------------------------------------
+# public API
+
+_OBJECTIVE_DOC = """
+    Solves, with ``n`` rows ``a_i`` of ``X`` and ``x`` of length ``n_features``::
+
+        min_x  P(x) = (1/n) sum_i phi(a_i.x; y_i) + (lam/2) ||x||^2 + l1 ||x||_1
+
+    with ``lam >= 0`` (``lam = 0`` is allowed: then P is strongly convex "from the data"
+    with modulus ``delta mu^2 / n``, ``mu^2 = lambda_min(X^T X)``), through the saddle point
+    ``min_x max_v (1/n) sum_i (v_i a_i.x - phi*(v_i; y_i)) + g(x)``. Losses, with score ``s``:
+
+    ``"squared"``       (s - y)^2 / 2, y real                  (gamma = 1, delta = 1)
+    ``"logistic"``      log(1 + exp(-y s)), y in {-1, +1}      (gamma = 4, delta = 0)
+    ``"smooth_hinge"``  1 - ys - g/2 if ys < 1 - g; (1 - ys)^2/(2g) if ys < 1; else 0,
+                        ``g = smoothing`` (default 0.5)         (gamma = g, delta = 0)
+
+    (``phi`` is ``1/gamma``-smooth and ``delta``-strongly convex.) One iteration is one
+    ``X @ x`` and one ``X.T @ v`` plus O(n + n_features) work; ``||X||_2`` is computed once
+    (see :func:`spectral_norm`) and cached for the matrix object.
+"""
+
+_COMMON_PARAMS_DOC = """
+    X : sparse matrix/array (n, n_features)
+        CSR is used without a copy (float32 data is upcast once); dense and other formats
+        are converted once.
+    y : array (n,)
+        Reals for ``loss="squared"``; two distinct values for the classification losses (the
+        larger is the positive class).
+    loss : {"squared", "logistic", "smooth_hinge"}
+    lam : float >= 0, optional
+        L2 strength; default ``1/n``.
+    l1 : float >= 0
+        L1 strength (elastic net with ``lam > 0``, Lasso-type with ``lam = 0``).
+    smoothing : float > 0, optional
+        Width of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
+    tol : float >= 0
+        Stop when the duality gap is ``<= tol * P(0)`` (see "Stopping and the dual" above).
+    max_iter : int >= 0
+        Iteration budget; one iteration is one ``history`` row."""
+
+_STOP_DOC = """
+    Stopping and the dual. With ``lam > 0`` the dual ``D(v) = -(1/n) sum_i phi*(v_i) -
+    g*(-X^T v / n)`` is exact and ``P(x) - D(v)`` is a certificate (``>= P(x) - P*``). With
+    ``lam = 0`` and ``l1 > 0``, ``g*`` is the indicator of ``||w||_inf <= l1``: the reported
+    dual is ``D(s v)`` at the feasible rescaling ``s = min(1, l1 / ||X^T v / n||_inf)`` (the
+    Lasso dual-gap trick), again a certificate. With ``lam = l1 = 0`` the dual is ``-inf``
+    and ``gap = +inf``; the solver then stops on ``gap_estimate = n gb^2 / (2 Delta) <=
+    tol * P(0)``, where ``gb = ||X^T v||/n + (||X||_2/n) ||phi'(X x) - v||`` bounds
+    ``||grad P(x)||``; this bounds ``P(x) - P*`` whenever ``Delta <= delta mu^2`` (it is an
+    estimate when ``Delta`` comes from the adaptation).
+"""
+
+_RETURNS_DOC = """
+    Returns
+    -------
+    Model
+        ``coef`` = x; ``dual`` = the ERM dual v (``v_i -> phi'(a_i.x*)``; the SDCA family's
+        ``alpha`` is ``-v``); ``n_epochs`` = iterations; ``params`` (lam, l1, Delta (final),
+        L = ||X||_2 and how it was found, sigma, tau, theta, status, p0, ...); ``history``,
+        one row per iteration t (row 0 is the starting point): ``epoch`` = t, ``time``,
+        ``primal`` = P(x(t)), ``dual`` = D(v(t)), ``gap``, ``gap_estimate`` (the quantity
+        the solver stops on: the gap, or the bound above when there is no dual), ``nnz``
+        (nonzeros of X read so far: 2 nnz(X) per iteration, and 2 nnz(X) for the start;
+        ``nnz / X.nnz / 2`` counts passes of two products), ``Delta`` (the estimate of
+        delta mu^2 used by the iteration that produced the row) and ``theta``.
+"""
+
+
+def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8, max_iter=1000,
+              delta_hat=None, step=1.0, theta="formula", seed=0, verbose=0, callback=None,
+              warm_start=None):
+    """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao Alg. 1 (spec seed1 2.1).
+    {objective}
+    Iteration (ERM units, ``z = X x`` kept, ``zt = X xt``)::
+
+        v  <- prox_{{sigma phi*}}(v + sigma zt)                 elementwise
+        x+ <- prox_{{tau g}}(x - (tau/n) X^T v)
+        zt <- X x+ + theta (X x+ - X x)
+
+    with Theorem 1's parameters in ERM units, ``Delta = delta_hat``::
+
+        sigma = (c/L) sqrt((n lam + Delta)/gamma),   tau = (c n/L) sqrt(gamma/(n lam + Delta))
+        theta = max((1 - Delta/((delta + 2 sigma) L^2)) / (1 + tau lam), 1/(1 + sigma gamma/2))
+
+    ``delta_hat = None`` (0) is plain Chambolle-Pock on ``lam``; the true
+    ``delta * lambda_min(X^T X)`` gives "Opt-BPD", which exploits the strong convexity
+    from data. ``lam = 0`` requires ``delta_hat > 0``.
+{stop}
+    Parameters
+    ----------{common}
+    delta_hat : float >= 0, optional
+        Delta, the estimate of ``delta * lambda_min(X^T X)`` the steps are built from.
+    step : float in (0, 1]
+        Scale c of tau and sigma (``tau sigma = c^2 n / L^2``); 1 is Theorem 1.
+    theta : "formula", "one" or float in [0, 1]
+        Extrapolation: Theorem 1's theta, or a fixed value ("one" = 1, which the paper
+        allows with Alg. 4). The adaptive rule's predicted rate always uses the formula.
+    seed : int or None
+        Accepted for a uniform API; the batch solvers are deterministic.
+    verbose : int
+        1 prints one line per iteration.
+    callback : callable, optional
+        ``callback(info)`` after every iteration with a dict (epoch, time, primal, dual,
+        gap, gap_estimate, nnz, Delta, theta, coef); return True to stop.
+    warm_start : Model or array (n_features,), optional
+        Coefficients to start from (the dual starts at ``phi'(X x0)``).
+{returns}"""
+    Delta = _check_delta(delta_hat)
+    return _fit("bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
+                verbose, callback, warm_start, "bpd")
+
+
+def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8,
+                  max_iter=1000, delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5,
+                  factor=2.0, step=1.0, theta="formula", seed=0, verbose=0, callback=None,
+                  warm_start=None):
+    """Adaptive batch primal-dual method, Wang & Xiao Alg. 2 with BPD-Adapt (Alg. 3 / 4).
+    {objective}
+    BPD (see :func:`train_bpd`) whose ``Delta`` (the estimate of the unknown
+    ``delta * lambda_min(X^T X)``) is re-tuned every ``period`` iterations from the observed
+    decrease of the duality gap: the window ratio ``r`` is ``rho^period``, ``rho`` fitted by
+    least squares through the origin to ``log(G(t0+k) / G(t0))``, k = 1..period.
+
+    ``rule="simple"`` (Alg. 3, the default: it came closest to Opt-BPD in the spec's trials):
+    ``Delta *= factor`` if ``r < theta^period`` (faster than Theorem 1 predicts), else
+    ``Delta /= factor``. ``rule="robust"`` (Alg. 4): ``Delta *= factor`` if
+    ``r <= c_lo rho_prev``, ``Delta /= factor`` if ``r >= c_hi rho_prev`` (then
+    ``rho_prev = r``), else unchanged; ``rho_prev`` starts at ``theta^period``. Then sigma,
+    tau and theta are recomputed (the extrapolation already formed keeps the old theta, as
+    in the paper). Adaptation pauses on windows that touch the rounding floor, and
+    ``Delta >= 1e-12 Delta0``. With ``lam = l1 = 0`` the gap is infinite and the rule runs
+    on the squared gradient bound ``gb^2`` (spec 2.8 (ii)), which decays at the same rate.
+{stop}
+    Parameters
+    ----------{common}
+    delta_hat : float > 0, optional
+        Initial Delta; default ``||X||_F^2 / (gamma n_features)``, an upper bound on
+        ``delta mu^2`` (``delta <= 1/gamma`` and ``mu^2`` is at most the mean eigenvalue of
+        ``X^T X``), from which the rule comes down.
+    rule : {{"simple", "robust"}}
+    period : int >= 1
+        T, iterations between adaptations (paper: 10).
+    c_lo, c_hi : floats, 0 < c_lo < 1 < c_hi
+        Thresholds of the robust rule (paper: 0.95, 1.5).
+    factor : float > 1
+        Multiplicative change of Delta (paper: 2, i.e. sqrt(2) on mu).
+    step, theta, seed, verbose, callback, warm_start
+        As in :func:`train_bpd`.
+{returns}"""
+    check_choice(rule, "rule", ("simple", "robust"))
+    period = check_int(period, "period", 1)
+    c_lo = check_positive(c_lo, "c_lo")
+    c_hi = check_positive(c_hi, "c_hi")
+    factor = check_positive(factor, "factor")
+    if not c_lo < 1.0 < c_hi:
+        raise ValueError(f"need 0 < c_lo < 1 < c_hi; got c_lo={c_lo}, c_hi={c_hi}")
+    if not factor > 1.0:
+        raise ValueError(f"factor must be > 1; got {factor}")
+    Delta = _check_delta(delta_hat)
+    if Delta == 0.0:
+        raise ValueError("delta_hat must be > 0 for train_ada_bpd (the rule scales it); "
+                         "None picks the default start")
+    return _fit("ada_bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta,
+                seed, verbose, callback, warm_start, "bpd",
+                adapt_args=(rule, period, c_lo, c_hi, factor),
+                extra_params=dict(rule=rule, period=period, c_lo=c_lo, c_hi=c_hi, factor=factor))
+
+
+def train_df_bpd(X, y, *, loss="logistic", lam=None, l1=0.0, smoothing=None, tol=1e-8,
+                 max_iter=1000, delta_hat=None, step=0.5, theta="formula", seed=0, verbose=0,
+                 callback=None, warm_start=None):
+    """Dual-free batch primal-dual method, Wang & Xiao Alg. 6 (spec seed1 2.4).
+    {objective}
+    The dual step uses the Bregman divergence of ``phi*`` instead of the Euclidean
+    distance, so it needs only ``phi'`` (no dual proximal map; convenient for logistic)::
+
+        u  <- (u + sigma zt) / (1 + sigma);   v = phi'(u)          elementwise, u(0) = X x0
+        x+ <- prox_{{tau g}}(x - (tau/n) X^T v);   zt <- X x+ + theta (X x+ - X x)
+
+    with Theorem 3's parameters in ERM units, ``Delta = delta_hat``::
+
+        tau = (c n/L) sqrt(gamma/(n lam + Delta)),   sigma = (c/L) sqrt(gamma (n lam + Delta))
+        theta = max((1 - tau sigma (Delta/n)/(4 + 2 sigma)) / (1 + tau lam), 1/(1 + sigma/2))
+
+    ``c = step``, 1/2 by default (the value the proof supports; 1 is Theorem 3 as printed,
+    erratum E2). ``lam = 0`` requires ``delta_hat > 0``.
+{stop}
+    Parameters
+    ----------{common}
+    delta_hat : float >= 0, optional
+        Delta, the estimate of ``delta * lambda_min(X^T X)`` the steps are built from.
+    step : float in (0, 1]
+        c above.
+    theta, seed, verbose, callback, warm_start
+        As in :func:`train_bpd`.
+{returns}"""
+    Delta = _check_delta(delta_hat)
+    return _fit("df_bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
+                verbose, callback, warm_start, "df")
+
+
+for _f in (train_bpd, train_ada_bpd, train_df_bpd):
+    _f.__doc__ = _f.__doc__.format(objective=_OBJECTIVE_DOC, stop=_STOP_DOC,
+                                   common=_COMMON_PARAMS_DOC, returns=_RETURNS_DOC)
+del _f
