@@ -1,0 +1,823 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Randomized primal-dual loops over CSR rows: SPDC, Ada-SPDC, DF-SPDC, ADF-SPDC (spec seed1
+sections 2.3, 2.5, 3.2-3.4; Wang & Xiao 2017, Algorithms 5 and 7), with mini-batches.
+
+Iteration t on the sampled row k (batch: rows K, every dot before any primal step)::
+
+    dot   = a_k . xt(t),   xt = x + theta (x - xprev)
+    SPDC: y_k+ = prox_{sigma phi*}(y_k + sigma dot)       (loss table's exact dual step)
+    DF:   v_k  = (v_k + sigma dot) / (1 + sigma);  y_k+ = phi'(v_k)
+    x+    = prox_{tau g}(x - tau (u + (y_k+ - y_k) a_k)),  u += (y_k+ - y_k) a_k / n
+
+The dense part of the primal step (every feature moves by the constant u_j and the prox)
+is applied just in time (CATCH_UP of spec 3.2): a feature is brought from its last
+iteration to t by the exact s-fold map of ``dualsolve._core.lazy`` (``prox_pow``; with a
+pure L2 term, per-epoch tables of a^s and (1 - a^s)/lam so a catch-up costs two loads and
+two multiply-adds), and its value at t - 1 is kept for the extrapolation. A step whose dual
+change is zero leaves the row's features lazy. The whole iterate is brought up to date
+(FLUSH) only before an evaluation, which also recomputes u = A^T y / n exactly, and
+parameter changes happen right after one (spec 3.3).
+
+Per-feature state is interleaved (x, xprev, u, last: 32 bytes) so a nonzero costs one
+cache line, and the rows and feature lines of the next sampled row are prefetched while
+the current one is processed (random rows defeat the hardware prefetcher).
+"""
+from libc.math cimport INFINITY, NAN, sqrt, log, exp, log1p, expm1, fabs, isfinite, ceil
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from libc.stdint cimport int64_t, uint64_t
+
+import numpy as np
+
+from dualsolve._monitor import EpochMonitor
+
+from dualsolve._core.csr cimport floating, index_t, prefetch_row, DS_PREFETCH
+from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
+                                     loss_dual_step, loss_conj_strong_convexity, make_loss)
+from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
+from dualsolve._core.lazy cimport prox_pow, affine_pow, soft_threshold
+
+
+# ---------------------------------------------------------------------------------------
+# just-in-time primal state
+
+
+ctypedef struct LazyParams:
+    double tau
+    double lam1
+    double lam2
+    double a              # 1 / (1 + tau lam2)
+    double tl1            # tau lam1
+    const double* apow    # apow[s] = a^s            (pure L2 tables; NULL otherwise)
+    const double* coef    # coef[s] = (1 - a^s)/lam2  so that F^s(z) = apow[s] z - coef[s] u
+    int64_t tab_len
+
+
+# The regulariser's kind as a compile-time tag (fused over empty structs): each loop is
+# specialised, so the per-nonzero code has no branch on the kind.
+ctypedef struct RegL2:           # lam > 0, lam1 = 0: tables of a^s and (1 - a^s)/lam
+    char unused
+ctypedef struct RegNone:         # lam = lam1 = 0: F^s(z) = z - s tau u
+    char unused
+ctypedef struct RegEN:           # lam1 > 0 (lam >= 0): prox_pow of _core.lazy
+    char unused
+
+ctypedef fused reg_t:
+    RegL2
+    RegNone
+    RegEN
+
+
+cdef inline double _step(double z, double g, const LazyParams* lp, reg_t* tag) noexcept nogil:
+    """One prox-gradient step F(z) = S(z - tau g, tau lam1) / (1 + tau lam2)."""
+    if reg_t is RegEN:
+        return soft_threshold(z - lp.tau * g, lp.tl1) * lp.a
+    elif reg_t is RegNone:
+        return z - lp.tau * g
+    else:
+        return (z - lp.tau * g) * lp.a
+
+
+cdef inline double _pow(double z, int64_t s, double u, const LazyParams* lp,
+                        reg_t* tag) noexcept nogil:
+    """F^s(z) for a feature with constant gradient part u."""
+    if reg_t is RegEN:
+        return prox_pow(z, s, lp.tau, u, lp.lam1, lp.lam2)
+    elif reg_t is RegNone:
+        return z - (<double>s * lp.tau) * u
+    else:
+        if s < lp.tab_len:
+            return lp.apow[s] * z - lp.coef[s] * u
+        return affine_pow(z, s, u, lp.tau, lp.lam2)
+
+
+cdef inline void _catch_up(SpdcFeature* f, int64_t t, const LazyParams* lp,
+                           reg_t* tag) noexcept nogil:
+    """Bring x_j to iteration t and xprev_j to t - 1 (spec 3.2 CATCH_UP)."""
+    cdef int64_t s = t - f.last
+    cdef double x
+    if s <= 0:
+        return
+    x = f.x
+    if s >= 2:
+        x = _pow(x, s - 1, f.u, lp, tag)
+    f.xprev = x
+    f.x = _step(x, f.u, lp, tag)
+    f.last = t
+
+
+cdef void _flush_t(SpdcProblem* P, const LazyParams* lp, reg_t* tag) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(P.d):
+        _catch_up(&P.feat[j], P.t, lp, tag)
+
+
+cdef void _flush(SpdcProblem* P, const LazyParams* lp) noexcept nogil:
+    if P.lam1 > 0.0:
+        _flush_t(P, lp, <RegEN*>NULL)
+    elif P.lam > 0.0:
+        _flush_t(P, lp, <RegL2*>NULL)
+    else:
+        _flush_t(P, lp, <RegNone*>NULL)
+
+
+cdef void _lazy_params(LazyParams* lp, const SpdcProblem* P, double* tab,
+                       int64_t tab_len) noexcept nogil:
+    """Set the prox parameters from P.tau and fill the pure-L2 tables (tab: 2 tab_len)."""
+    cdef int64_t s
+    cdef double L, e
+    lp.tau = P.tau
+    lp.lam1 = P.lam1
+    lp.lam2 = P.lam
+    lp.a = 1.0 / (1.0 + P.tau * P.lam)
+    lp.tl1 = P.tau * P.lam1
+    lp.apow = NULL
+    lp.coef = NULL
+    lp.tab_len = 0
+    if tab != NULL and tab_len > 0 and P.lam1 == 0.0 and P.lam > 0.0:
+        L = log1p(P.tau * P.lam)
+        if L > 0.0:
+            for s in range(tab_len):
+                e = -<double>s * L
+                tab[s] = exp(e)
+                tab[tab_len + s] = -expm1(e) / P.lam
+            lp.apow = tab
+            lp.coef = tab + tab_len
+            lp.tab_len = tab_len
+
+
+# ---------------------------------------------------------------------------------------
+# parameters (spec 2.6)
+
+
+cdef void _params(int method, double n, double m, double R, double gamma, double delta,
+                  double lam, double Delta, double* tau, double* sigma, double* theta_x,
+                  double* theta_y) noexcept nogil:
+    cdef double S = (n * lam + Delta) / m, nb = n / m
+    if method == SPDC_DUAL_FREE:
+        tau[0] = sqrt(gamma / S) / (4.0 * R)
+        sigma[0] = sqrt(gamma * S) / (4.0 * R)
+        theta_x[0] = (1.0 - tau[0] * sigma[0] * Delta / (2.0 * n * (sigma[0] + 4.0))) / (1.0 + tau[0] * lam)
+        theta_y[0] = (1.0 + ((nb - 1.0) / nb) * sigma[0] / 2.0) / (1.0 + sigma[0] / 2.0)
+    else:
+        tau[0] = sqrt(gamma / S) / (4.0 * R)
+        sigma[0] = sqrt(S / gamma) / (4.0 * R)
+        theta_x[0] = ((1.0 - tau[0] * sigma[0] * Delta / (2.0 * n * (sigma[0] + 4.0 * delta)))
+                      / (1.0 + tau[0] * lam))
+        theta_y[0] = ((1.0 + ((nb - 1.0) / nb) * sigma[0] * gamma / 2.0)
+                      / (1.0 + sigma[0] * gamma / 2.0))
+
+
+cdef void spdc_set_params(SpdcProblem* P, double delta_hat) noexcept nogil:
+    cdef double tx, ty
+    P.delta_hat = delta_hat
+    _params(P.method, <double>P.n, <double>P.batch, P.R, P.gamma, P.delta, P.lam, delta_hat,
+            &P.tau, &P.sigma, &tx, &ty)
+    P.theta = tx if tx > ty else ty
+
+
+# ---------------------------------------------------------------------------------------
+# sampling
+
+
+cdef Py_ssize_t _draw_epoch(rng_state* rng, Py_ssize_t* perm, Py_ssize_t* order,
+                            Py_ssize_t n, Py_ssize_t m, int sampling) noexcept nogil:
+    """Rows of one epoch into order (batches of m consecutive entries); returns their
+    number: n for permutations, ceil(n/m) m for uniform sampling."""
+    cdef Py_ssize_t i, r, j, tmp, it, ipe = (n + m - 1) // m
+    if sampling == SPDC_SAMPLE_PERMUTATION:
+        rng_shuffle(rng, perm, n)
+        for i in range(n):
+            order[i] = perm[i]
+        return n
+    if m == 1:
+        for i in range(n):
+            order[i] = <Py_ssize_t>rng_below(rng, <uint64_t>n)
+        return n
+    # m distinct rows per step: a partial Fisher-Yates shuffle of the persistent perm
+    for it in range(ipe):
+        for r in range(m):
+            j = r + <Py_ssize_t>rng_below(rng, <uint64_t>(n - r))
+            tmp = perm[r]
+            perm[r] = perm[j]
+            perm[j] = tmp
+            order[it * m + r] = perm[r]
+    return ipe * m
+
+
+# ---------------------------------------------------------------------------------------
+# the stochastic steps
+
+
+cdef inline void _prefetch_features(const index_t* ind, Py_ssize_t nnz,
+                                    const SpdcFeature* feat) noexcept nogil:
+    cdef Py_ssize_t q
+    for q in range(nnz):
+        DS_PREFETCH(feat + ind[q])
+
+
+cdef inline double _dual_update(SpdcProblem* P, const Loss* loss, Py_ssize_t k, double dot,
+                                double sigma, double inv_sigma, bint dual_free) noexcept nogil:
+    """The new y_k from dot = a_k . xt (and v_k for the dual-free step)."""
+    cdef double vk
+    if dual_free:
+        vk = (P.v[k] + sigma * dot) / (1.0 + sigma)
+        P.v[k] = vk
+        return loss_deriv(loss, vk, P.b[k])
+    # prox_{sigma phi*}(y_k + sigma dot) = -argmin_a h(a) + dot (a + y_k) + (a + y_k)^2/(2 sigma)
+    return -loss_dual_step(loss, P.b[k], dot, -P.y[k], inv_sigma)
+
+
+cdef void _steps_single(const floating* data, const index_t* indices, const index_t* indptr,
+                        SpdcProblem* P, const LazyParams* lp, Py_ssize_t n_steps,
+                        reg_t* tag) noexcept nogil:
+    cdef SpdcFeature* feat = P.feat
+    cdef SpdcFeature* f
+    cdef double* y = P.y
+    cdef const Py_ssize_t* order = P.order
+    cdef Loss loss = P.loss
+    cdef LazyParams L = lp[0]
+    cdef bint dual_free = P.method == SPDC_DUAL_FREE
+    cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
+    cdef double inv_n = 1.0 / <double>P.n
+    cdef int64_t t = P.t
+    cdef Py_ssize_t it, k, q, lo, hi
+    cdef double dot, ynew, dy, c, a, xj
+    if n_steps > 0:
+        k = order[0]
+        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+    if n_steps > 1:
+        k = order[1]
+        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+    for it in range(n_steps):
+        if it + 2 < n_steps:
+            k = order[it + 2]
+            prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+        if it + 1 < n_steps:
+            k = order[it + 1]
+            _prefetch_features(indices + indptr[k], indptr[k + 1] - indptr[k], feat)
+        k = order[it]
+        lo = indptr[k]
+        hi = indptr[k + 1]
+        dot = 0.0
+        for q in range(lo, hi):
+            f = &feat[indices[q]]
+            _catch_up(f, t, &L, tag)
+            xj = f.x
+            dot += data[q] * (xj + theta * (xj - f.xprev))
+        if P.trace != NULL and P.trace_pos < P.trace_len:
+            P.trace[P.trace_pos] = dot
+            P.trace_pos += 1
+        ynew = _dual_update(P, &loss, k, dot, sigma, inv_sigma, dual_free)
+        dy = ynew - y[k]
+        if dy != 0.0:
+            # (dy = 0: x moves by F on the row's features like on every other feature,
+            # so they are simply left lazy)
+            y[k] = ynew
+            c = dy * inv_n
+            for q in range(lo, hi):
+                f = &feat[indices[q]]
+                a = data[q]
+                xj = f.x
+                f.xprev = xj
+                f.x = _step(xj, f.u + dy * a, &L, tag)
+                f.last = t + 1
+                f.u += c * a
+        t += 1
+    P.t = t
+
+
+cdef void _steps_batch(const floating* data, const index_t* indices, const index_t* indptr,
+                       SpdcProblem* P, const LazyParams* lp, Py_ssize_t total,
+                       double* dyb, reg_t* tag) noexcept nogil:
+    """Mini-batch steps: rows order[s : s + m] form one iteration (the last batch of a
+    permutation may be shorter)."""
+    cdef SpdcFeature* feat = P.feat
+    cdef SpdcFeature* f
+    cdef double* y = P.y
+    cdef double* acc = P.work_d
+    cdef const Py_ssize_t* order = P.order
+    cdef Loss loss = P.loss
+    cdef LazyParams L = lp[0]
+    cdef bint dual_free = P.method == SPDC_DUAL_FREE
+    cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
+    cdef double inv_n = 1.0 / <double>P.n, inv_mk
+    cdef int64_t t = P.t
+    cdef Py_ssize_t m = P.batch, start, end, r, k, q, lo, hi, j
+    cdef double dot, ynew, dy, a, xj
+    cdef bint any_change
+    start = 0
+    while start < total:
+        end = start + m
+        if end > total:
+            end = total
+        inv_mk = 1.0 / <double>(end - start)
+        any_change = False
+        for r in range(start, end):
+            k = order[r]
+            lo = indptr[k]
+            hi = indptr[k + 1]
+            dot = 0.0
+            for q in range(lo, hi):
+                f = &feat[indices[q]]
+                _catch_up(f, t, &L, tag)
+                xj = f.x
+                dot += data[q] * (xj + theta * (xj - f.xprev))
+            if P.trace != NULL and P.trace_pos < P.trace_len:
+                P.trace[P.trace_pos] = dot
+                P.trace_pos += 1
+            ynew = _dual_update(P, &loss, k, dot, sigma, inv_sigma, dual_free)
+            dy = ynew - y[k]
+            dyb[r - start] = dy
+            if dy != 0.0:
+                y[k] = ynew
+                any_change = True
+                for q in range(lo, hi):
+                    acc[indices[q]] += dy * data[q]
+        if any_change:
+            for r in range(start, end):
+                if dyb[r - start] == 0.0:
+                    continue
+                k = order[r]
+                for q in range(indptr[k], indptr[k + 1]):
+                    j = indices[q]
+                    f = &feat[j]
+                    if f.last != t:
+                        continue                  # stepped already (shared by two rows)
+                    a = acc[j]
+                    acc[j] = 0.0
+                    xj = f.x
+                    f.xprev = xj
+                    f.x = _step(xj, f.u + a * inv_mk, &L, tag)
+                    f.last = t + 1
+                    f.u += a * inv_n
+        t += 1
+        start = end
+    P.t = t
+
+
+cdef void _steps(const floating* data, const index_t* indices, const index_t* indptr,
+                 SpdcProblem* P, const LazyParams* lp, Py_ssize_t total,
+                 double* dyb) noexcept nogil:
+    """One epoch of steps over the rows order[0:total], specialised by regulariser."""
+    if P.batch == 1:
+        if P.lam1 > 0.0:
+            _steps_single(data, indices, indptr, P, lp, total, <RegEN*>NULL)
+        elif P.lam > 0.0:
+            _steps_single(data, indices, indptr, P, lp, total, <RegL2*>NULL)
+        else:
+            _steps_single(data, indices, indptr, P, lp, total, <RegNone*>NULL)
+    else:
+        if P.lam1 > 0.0:
+            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegEN*>NULL)
+        elif P.lam > 0.0:
+            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegL2*>NULL)
+        else:
+            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegNone*>NULL)
+
+
+# ---------------------------------------------------------------------------------------
+# evaluation: FLUSH, exact u, P, D, gap and the stopping / adaptation measure
+
+
+cdef int _measure_kind(const SpdcProblem* P) noexcept nogil:
+    if P.lam > 0.0:
+        return MEASURE_GAP
+    if P.lam1 > 0.0:
+        return MEASURE_RESCALED_GAP
+    return MEASURE_GRAD
+
+
+cdef void _evaluate(const floating* data, const index_t* indices, const index_t* indptr,
+                    SpdcProblem* P, const LazyParams* lp, double* out) noexcept nogil:
+    """out = (primal, dual, gap, measure). Leaves x flushed to P.t and u = A^T y / n."""
+    cdef Py_ssize_t i, j, q, lo, hi, n = P.n, d = P.d
+    cdef SpdcFeature* feat = P.feat
+    cdef int kind = _measure_kind(P)
+    cdef double* grad = P.work_d
+    cdef double z, c, r, loss_sum = 0.0, conj_sum = 0.0, xx = 0.0, x1 = 0.0, gs = 0.0
+    cdef double umax = 0.0, gg = 0.0, uj, w, primal, dual, s, conj_s
+    cdef double inv_n = 1.0 / <double>n
+    _flush(P, lp)
+    for j in range(d):
+        feat[j].u = 0.0
+    if kind == MEASURE_GRAD:
+        memset(grad, 0, d * sizeof(double))
+    for i in range(n):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        z = 0.0
+        for q in range(lo, hi):
+            z += data[q] * feat[indices[q]].x
+        P.z[i] = z
+        loss_sum += loss_value(&P.loss, z, P.b[i])
+        conj_sum += loss_conj(&P.loss, -P.y[i], P.b[i])
+        c = P.y[i] * inv_n
+        if c != 0.0:
+            for q in range(lo, hi):
+                feat[indices[q]].u += c * data[q]
+        if kind == MEASURE_GRAD:
+            r = loss_deriv(&P.loss, z, P.b[i]) * inv_n
+            if r != 0.0:
+                for q in range(lo, hi):
+                    grad[indices[q]] += r * data[q]
+    for j in range(d):
+        w = feat[j].x
+        xx += w * w
+        x1 += fabs(w)
+        uj = feat[j].u
+        if fabs(uj) > umax:
+            umax = fabs(uj)
+        if P.lam > 0.0:
+            w = soft_threshold(uj, P.lam1)
+            gs += w * w
+        if kind == MEASURE_GRAD:
+            gg += grad[j] * grad[j]
+        if P.x_out != NULL:
+            P.x_out[j] = feat[j].x
+    primal = loss_sum * inv_n + 0.5 * P.lam * xx + P.lam1 * x1
+    if P.lam > 0.0:
+        dual = -conj_sum * inv_n - gs / (2.0 * P.lam)
+    elif umax <= P.lam1:
+        dual = -conj_sum * inv_n          # g* = indicator{||w||_inf <= lam1}, -u feasible
+    else:
+        dual = -INFINITY
+    out[0] = primal
+    out[1] = dual
+    out[2] = primal - dual
+    if kind == MEASURE_GAP:
+        out[3] = out[2]
+    elif kind == MEASURE_RESCALED_GAP:
+        s = 1.0 if umax <= P.lam1 else P.lam1 / umax
+        conj_s = 0.0
+        for i in range(n):
+            conj_s += loss_conj(&P.loss, -s * P.y[i], P.b[i])
+        out[3] = primal + conj_s * inv_n
+    else:
+        out[3] = gg
+
+
+# ---------------------------------------------------------------------------------------
+# adaptation (spec 2.2 / 2.3): every T passes from the measures of the window
+
+
+cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const double* tw,
+                Py_ssize_t npts, double thr, double* rho, Py_ssize_t ipe) noexcept nogil:
+    """Update P.delta_hat from the window's measures G[0..npts) at passes tw[0..npts)
+    (tw[0] = 0). Returns +1 / -1 for a change up / down, 0 for none."""
+    cdef Py_ssize_t k
+    cdef double sxy = 0.0, stt = 0.0, log_rho, r_hat, Tw, Delta = P.delta_hat, new, pred
+    if npts < 2:
+        return 0
+    for k in range(npts):
+        if not (isfinite(G[k]) and G[k] > thr):
+            return 0                  # at the rounding floor (or no measure): freeze
+    for k in range(1, npts):
+        sxy += tw[k] * log(G[k] / G[0])
+        stt += tw[k] * tw[k]
+    log_rho = sxy / stt               # per pass, regression through the origin
+    Tw = tw[npts - 1]
+    r_hat = exp(log_rho * Tw)         # fitted decrease over the window
+    new = Delta
+    if opt.adapt == ADAPT_ROBUST:
+        if r_hat <= opt.c_lo * rho[0]:
+            new = Delta * opt.factor
+            rho[0] = r_hat
+        elif r_hat >= opt.c_hi * rho[0]:
+            new = Delta / opt.factor
+            rho[0] = r_hat
+    else:
+        pred = exp(Tw * <double>ipe * log(P.theta))
+        new = Delta * opt.factor if r_hat < pred else Delta / opt.factor
+    if new < opt.delta_min:
+        new = opt.delta_min
+    if new == Delta:
+        return 0
+    spdc_set_params(P, new)
+    return 1 if new > Delta else -1
+
+
+# ---------------------------------------------------------------------------------------
+# the solver
+
+
+cdef SpdcOptions spdc_default_options() noexcept nogil:
+    cdef SpdcOptions o
+    o.tol = 1e-8
+    o.scale = 1.0
+    o.max_epochs = 100
+    o.eval_every = 1
+    o.sampling = SPDC_SAMPLE_UNIFORM
+    o.seed = 0
+    o.adapt = ADAPT_NONE
+    o.period = 10
+    o.c_lo = 0.95
+    o.c_hi = 1.5
+    o.factor = 2.0
+    o.delta_min = 0.0
+    o.table_max = 1 << 20
+    return o
+
+
+cdef void spdc_problem_init(SpdcProblem* P, Py_ssize_t n, Py_ssize_t d, const double* b,
+                            Loss loss, double lam, double lam1, double R, int method,
+                            Py_ssize_t batch, SpdcFeature* feat, double* y, double* v,
+                            double* z, double* work_d, Py_ssize_t* order,
+                            Py_ssize_t* perm) noexcept nogil:
+    P.n = n
+    P.d = d
+    P.b = b
+    P.loss = loss
+    P.lam = lam
+    P.lam1 = lam1
+    P.R = R
+    P.gamma = loss_conj_strong_convexity(&loss)
+    P.delta = 1.0 if loss.kind == LOSS_SQUARED else 0.0
+    P.method = method
+    P.batch = batch if batch >= 1 else 1
+    P.feat = feat
+    P.y = y
+    P.v = v
+    P.z = z
+    P.work_d = work_d
+    P.order = order
+    P.perm = perm
+    P.x_out = NULL
+    P.trace = NULL
+    P.trace_len = 0
+    P.trace_pos = 0
+    P.delta_hat = 0.0
+    P.t = 0
+
+
+cdef int spdc_run(const floating* data, const index_t* indices, const index_t* indptr,
+                  SpdcProblem* P, const SpdcOptions* opt, SpdcResult* res,
+                  spdc_hook hook, void* ctx) noexcept nogil:
+    """Solve to ``measure <= tol * scale`` or ``max_epochs`` from the x in P.feat[j].x, the
+    dual P.y (and margins P.v) and the estimate P.delta_hat; returns ``res.status``."""
+    cdef Py_ssize_t i, j, epoch = 0, ipe = (P.n + P.batch - 1) // P.batch, total, npts = 0
+    cdef Py_ssize_t since = 0, max_pts = opt.period + 2, ev = opt.eval_every
+    cdef int64_t tab_len
+    cdef double out[4]
+    cdef double target = opt.tol * opt.scale, thr, rho = 1.0
+    cdef double* tab = NULL
+    cdef double* G = NULL
+    cdef double* tw = NULL
+    cdef double* dyb = NULL
+    cdef int change, kind = _measure_kind(P)
+    cdef bint evaluated
+    cdef LazyParams lp
+    if ev < 1:
+        ev = 1
+    res.status = SPDC_MAX_EPOCHS
+    res.n_adapt_up = 0
+    res.n_adapt_down = 0
+    res.measure_kind = kind
+    spdc_set_params(P, P.delta_hat)
+    # tables cover every gap between two flushes (one evaluation every ev epochs)
+    tab_len = <int64_t>ev * ipe + 2
+    if tab_len > opt.table_max:
+        tab_len = opt.table_max
+    if tab_len > 0 and P.lam1 == 0.0 and P.lam > 0.0:
+        tab = <double*>malloc(2 * tab_len * sizeof(double))
+    G = <double*>malloc(max_pts * sizeof(double))
+    tw = <double*>malloc(max_pts * sizeof(double))
+    dyb = <double*>malloc(P.batch * sizeof(double))
+    if G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and P.lam1 == 0.0
+                                                  and P.lam > 0.0 and tab == NULL):
+        free(tab)
+        free(G)
+        free(tw)
+        free(dyb)
+        res.status = SPDC_STOPPED
+        res.n_epochs = 0
+        return res.status
+    _lazy_params(&lp, P, tab, tab_len)
+    rng_seed(&P.rng, opt.seed)
+    for i in range(P.n):
+        P.perm[i] = i
+    memset(P.work_d, 0, P.d * sizeof(double))
+    P.t = 0
+    P.trace_pos = 0
+    for j in range(P.d):
+        P.feat[j].xprev = P.feat[j].x
+        P.feat[j].last = 0
+    # initial evaluation (also makes u exact)
+    _evaluate(data, indices, indptr, P, &lp, out)
+    if kind == MEASURE_GRAD:
+        memset(P.work_d, 0, P.d * sizeof(double))
+    if out[3] <= target:
+        res.status = SPDC_CONVERGED
+    if opt.adapt == ADAPT_ROBUST:
+        rho = exp(<double>opt.period * <double>ipe * log(P.theta))
+    G[0] = out[3]
+    tw[0] = 0.0
+    npts = 1
+    since = 0
+    if hook != NULL and hook(ctx, 0, out[0], out[1], out[2], out[3], P.delta_hat) != 0:
+        res.status = SPDC_STOPPED
+    while res.status == SPDC_MAX_EPOCHS and epoch < opt.max_epochs:
+        total = _draw_epoch(&P.rng, P.perm, P.order, P.n, P.batch, opt.sampling)
+        _steps(data, indices, indptr, P, &lp, total, dyb)
+        epoch += 1
+        since += 1
+        evaluated = epoch % ev == 0 or epoch == opt.max_epochs
+        if evaluated:
+            _evaluate(data, indices, indptr, P, &lp, out)
+            if kind == MEASURE_GRAD:
+                memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
+            if out[3] <= target:
+                res.status = SPDC_CONVERGED
+            elif opt.adapt != ADAPT_NONE:
+                if npts < max_pts:
+                    G[npts] = out[3]
+                    tw[npts] = <double>since
+                    npts += 1
+                if since >= opt.period:
+                    thr = target
+                    if kind == MEASURE_GRAD:
+                        if thr < 1e-14 * opt.scale:
+                            thr = 1e-14 * opt.scale
+                    elif thr < 1e-14 * fabs(out[0]):
+                        thr = 1e-14 * fabs(out[0])
+                    change = _adapt(P, opt, G, tw, npts, thr, &rho, ipe)
+                    if change != 0:
+                        # x is flushed and u exact: the new tau applies from here on
+                        _lazy_params(&lp, P, tab, tab_len)
+                        if change > 0:
+                            res.n_adapt_up += 1
+                        else:
+                            res.n_adapt_down += 1
+                    G[0] = out[3]
+                    tw[0] = 0.0
+                    npts = 1
+                    since = 0
+        if hook != NULL and hook(ctx, epoch, out[0] if evaluated else NAN,
+                                 out[1] if evaluated else NAN, out[2] if evaluated else NAN,
+                                 out[3] if evaluated else NAN, P.delta_hat) != 0:
+            if res.status != SPDC_CONVERGED:
+                res.status = SPDC_STOPPED
+            if not evaluated:
+                _flush(P, &lp)
+    res.n_epochs = epoch
+    res.primal = out[0]
+    res.dual = out[1]
+    res.gap = out[2]
+    res.measure = out[3]
+    res.delta_hat = P.delta_hat
+    free(tab)
+    free(G)
+    free(tw)
+    free(dyb)
+    return res.status
+
+
+# ---------------------------------------------------------------------------------------
+# Python access
+
+
+cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
+                      double measure, double delta_hat) noexcept nogil:
+    with gil:
+        return 1 if (<object>ctx).report(epoch, primal, dual, gap, measure, delta_hat) else 0
+
+
+FEATURE_DTYPE = np.dtype([("x", np.float64), ("xprev", np.float64), ("u", np.float64),
+                          ("last", np.int64)])
+
+
+def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+         Py_ssize_t n_features, const double[::1] b, str loss, double param, double lam,
+         double lam1, double R, int method, Py_ssize_t batch, double[::1] x, double[::1] y,
+         v, double delta_hat, int adapt, Py_ssize_t period, double c_lo, double c_hi,
+         double factor, double delta_min, double tol, double scale, Py_ssize_t max_epochs,
+         Py_ssize_t eval_every, int sampling, unsigned long long seed, int verbose, callback,
+         trace=None, Py_ssize_t table_max=1 << 20):
+    """Run spdc_run on validated arrays: x (the start, overwritten by the solution), y (the
+    dual start, overwritten) and v (margins, dual-free only, overwritten) in place.
+    ``trace``: a float64 array receiving a_k.xt for every row visited, in order (tests).
+    Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, delta_hat,
+    (tau, sigma, theta), (n_up, n_down), history_rows)."""
+    cdef Py_ssize_t n = y.shape[0], d = n_features, j
+    if indptr.shape[0] != n + 1 or b.shape[0] != n or x.shape[0] != d:
+        raise ValueError("inconsistent shapes")
+    if data.shape[0] == 0 or not R > 0:
+        raise ValueError("X has no nonzero entries")
+    if method == SPDC_DUAL_FREE and (v is None or len(v) != n):
+        raise ValueError("the dual-free method needs margins v of length n")
+    feat_arr = np.zeros(d, dtype=FEATURE_DTYPE)
+    feat_arr["x"] = x
+    z_arr = np.empty(n)
+    work = np.zeros(d)
+    order = np.empty(n + batch, dtype=np.intp)
+    perm = np.empty(n, dtype=np.intp)
+    x_view = np.zeros(d if callback is not None else 1)
+    cdef signed char[::1] fbytes = feat_arr.view(np.int8)
+    cdef double[::1] zv = z_arr, wv = work
+    cdef Py_ssize_t[::1] ov = order, pv = perm
+    cdef double[::1] vv
+    cdef double[::1] xo = x_view
+    cdef double[::1] tr
+    cdef SpdcProblem P
+    cdef SpdcOptions opt = spdc_default_options()
+    cdef SpdcResult res
+    cdef double* vptr = NULL
+    x_view.flags.writeable = False          # the callback's read-only view of x
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "measure", "delta_hat"),
+                       coef=x_view if callback is not None else None)
+    if method == SPDC_DUAL_FREE:
+        vv = v
+        vptr = &vv[0]
+    spdc_problem_init(&P, n, d, &b[0], make_loss(loss, param), lam, lam1, R, method, batch,
+                      <SpdcFeature*>&fbytes[0], &y[0], vptr, &zv[0], &wv[0], &ov[0], &pv[0])
+    P.delta_hat = delta_hat
+    if callback is not None:
+        P.x_out = &xo[0]
+    if trace is not None:
+        tr = trace
+        P.trace = &tr[0] if tr.shape[0] > 0 else NULL
+        P.trace_len = tr.shape[0]
+    opt.tol = tol
+    opt.scale = scale
+    opt.max_epochs = max_epochs
+    opt.eval_every = eval_every
+    opt.sampling = sampling
+    opt.seed = seed
+    opt.adapt = adapt
+    opt.period = period
+    opt.c_lo = c_lo
+    opt.c_hi = c_hi
+    opt.factor = factor
+    opt.delta_min = delta_min
+    opt.table_max = table_max
+    with nogil:
+        spdc_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook, <void*>mon)
+    if mon.error is not None:
+        raise mon.error
+    for j in range(d):
+        x[j] = P.feat[j].x
+    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.measure,
+            res.measure_kind, res.delta_hat, (P.tau, P.sigma, P.theta),
+            (res.n_adapt_up, res.n_adapt_down), mon.rows)
+
+
+def parameters(str method, Py_ssize_t n, double R, double gamma, double delta, double lam,
+               double Delta, Py_ssize_t batch=1):
+    """(tau, sigma, theta, theta_x, theta_y) of the spec's section 2.6 (method "spdc" or
+    "df_spdc"; batch m: see ``spdc_set_params``)."""
+    cdef double tau, sigma, tx, ty
+    _params(SPDC_DUAL_FREE if method == "df_spdc" else SPDC_EUCLID, <double>n, <double>batch,
+            R, gamma, delta, lam, Delta, &tau, &sigma, &tx, &ty)
+    return tau, sigma, max(tx, ty), tx, ty
+
+
+def index_stream(unsigned long long seed, Py_ssize_t n, Py_ssize_t epochs,
+                 Py_ssize_t batch=1, str sampling="uniform"):
+    """The rows the solvers visit in their first ``epochs`` epochs, as a list of arrays of
+    shape (iterations, batch) (the last batch of a permutation may be shorter: a list of
+    per-epoch lists of arrays then). For NumPy twins."""
+    if n < 1 or batch < 1 or batch > n:
+        raise ValueError("need 1 <= batch <= n")
+    cdef rng_state rng
+    cdef int s = SPDC_SAMPLE_PERMUTATION if sampling == "permutation" else SPDC_SAMPLE_UNIFORM
+    perm = np.arange(n, dtype=np.intp)
+    order = np.empty(n + batch, dtype=np.intp)
+    cdef Py_ssize_t[::1] pv = perm, ov = order
+    cdef Py_ssize_t e, total
+    rng_seed(&rng, seed)
+    out = []
+    for e in range(epochs):
+        total = _draw_epoch(&rng, &pv[0], &ov[0], n, batch, s)
+        rows = order[:total].copy()
+        out.append([rows[i:i + batch] for i in range(0, total, batch)])
+    return out
+
+
+def dual_prox(str loss, v, s, b, double param=0.0):
+    """prox_{s phi*}(v) = argmin_w phi*(w; b) + (w - v)^2 / (2 s), elementwise, through
+    the loss table: -loss_dual_step(b, 0, -v, 1/s)."""
+    cdef Loss L = make_loss(loss, param)
+    vb, sb, bb = np.broadcast_arrays(np.asarray(v, dtype=np.float64),
+                                     np.asarray(s, dtype=np.float64),
+                                     np.asarray(b, dtype=np.float64))
+    out = np.empty(vb.shape)
+    cdef Py_ssize_t i
+    flat_v, flat_s, flat_b, flat_o = vb.ravel(), sb.ravel(), bb.ravel(), out.reshape(-1)
+    for i in range(flat_o.shape[0]):
+        flat_o[i] = -loss_dual_step(&L, flat_b[i], 0.0, -flat_v[i], 1.0 / flat_s[i])
+    return out
+
+
+def spdc_dual_step(str loss, y_old, dot, sigma, b, double param=0.0):
+    """The solver's form of the SPDC dual step, elementwise:
+    -loss_dual_step(b, dot, -y_old, 1/sigma) = prox_{sigma phi*}(y_old + sigma dot)."""
+    cdef Loss L = make_loss(loss, param)
+    yb, db, sb, bb = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64)
+                                           for a in (y_old, dot, sigma, b)])
+    out = np.empty(yb.shape)
+    flat = [a.ravel() for a in (yb, db, sb, bb)]
+    flat_o = out.reshape(-1)
+    cdef Py_ssize_t i
+    for i in range(flat_o.shape[0]):
+        flat_o[i] = -loss_dual_step(&L, flat[3][i], flat[1][i], -flat[0][i], 1.0 / flat[2][i])
+    return out
