@@ -26,8 +26,12 @@ from .datasets import load_svmlight, dump_svmlight
 from .model import Model, KernelModel, load_model
 from .sdca import train_sdca
 from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment
+from .primal_dual import (train_bpd, train_ada_bpd, train_df_bpd, train_spdc, train_ada_spdc,
+                          train_df_spdc, train_adf_spdc, train_svrg, train_katyusha)
 from . import datasets
 
-__all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment", "Model",
+__all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
+           "train_bpd", "train_ada_bpd", "train_df_bpd", "train_spdc", "train_ada_spdc",
+           "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha", "Model",
            "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
            "ConvergenceWarning", "get_include", "__version__"]

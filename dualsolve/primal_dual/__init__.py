@@ -1,2 +1,14 @@
-"""Linear primal-dual family (Wang & Xiao 2017; spec seed1): BPD / SPDC with adaptive and
-dual-free variants, and the SVRG / Katyusha baselines. Work in progress: see the modules."""
+"""Linear primal-dual family (Wang & Xiao 2017; spec seed1).
+
+Batch (one ``X @ x`` and one ``X.T @ y`` per iteration, ``batch.py``): ``train_bpd``,
+``train_ada_bpd``, ``train_df_bpd``. Randomized (O(nnz of the row) per step through
+``dualsolve/_core/lazy.pxd``; loops in ``_spdc.pyx``, API in ``spdc.py``): ``train_spdc``,
+``train_ada_spdc``, ``train_df_spdc``, ``train_adf_spdc``. Primal baselines for the paper's
+figures (``_svrg.pyx``, ``baselines.py``): ``train_svrg``, ``train_katyusha``.
+"""
+from .batch import train_bpd, train_ada_bpd, train_df_bpd
+from .spdc import train_spdc, train_ada_spdc, train_df_spdc, train_adf_spdc
+from .baselines import train_svrg, train_katyusha
+
+__all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "train_spdc", "train_ada_spdc",
+           "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha"]
