@@ -28,10 +28,12 @@ from .sdca import train_sdca
 from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment
 from .primal_dual import (train_bpd, train_ada_bpd, train_df_bpd, train_spdc, train_ada_spdc,
                           train_df_spdc, train_adf_spdc, train_svrg, train_katyusha)
+from .adfsdca import train_dfsdca, train_adfsdca
 from . import datasets
 
 __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
            "train_bpd", "train_ada_bpd", "train_df_bpd", "train_spdc", "train_ada_spdc",
-           "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha", "Model",
+           "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha", "train_dfsdca",
+           "train_adfsdca", "Model",
            "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
            "ConvergenceWarning", "get_include", "__version__"]
