@@ -9,6 +9,11 @@ a delta, so rounding cannot accumulate over millions of updates.
 
 AliasTable: Vose's alias method for a fixed distribution: O(n) build, O(1) per draw.
 
+MbSampler: fixed-size non-uniform mini-batches (section 2.7): water-filling of weights to
+marginals q (sum b, q <= 1), then exactly b distinct indices with P(i in S) = q_i, by the
+paper's Algorithm 3 (corrected, O(m) after an O(m log m) sort of the m positive weights) or
+by systematic (Madow) sampling (O(m), no sort).
+
 Both draw only indices of positive weight: with nonnegative weights a sum is positive
 exactly when one of its terms is, so the tree descent below never enters a zero subtree,
 and zero-weight alias columns always defer to a positive one.
@@ -37,6 +42,55 @@ ctypedef struct AliasTable:
     Py_ssize_t* alias     # n alias indices
     Py_ssize_t n
     bint owned
+
+
+# Fixed-size non-uniform mini-batch sampling (spec seed3 section 2.7): b distinct indices
+# with inclusion probabilities q_i = P(i in S), sum_i q_i = b, 0 <= q_i <= 1, the q obtained
+# by water-filling from nonnegative weights: q_i = min(1, c w_i) with c such that
+# sum q = b_eff, b_eff = min(b, number of positive weights).
+#
+#     cdef MbSampler s
+#     mbsampler_init(&s, n)                      # -1 if out of memory
+#     b_eff = mb_prepare(&s, weights, b, MB_ALG3)  # O(m log m) sort (m positive weights) + O(m)
+#     mb_draw(&s, &rng, out)                     # out[0:b_eff] distinct; s.qx[i] = q_i
+#     mbsampler_free(&s)
+cdef enum:
+    MB_ALG3 = 0           # Algorithm 3 (corrected): a mixture of <= m "top + uniform block" sets
+    MB_SYSTEMATIC = 1     # systematic (Madow) sampling over a random permutation; no sort
+
+
+ctypedef struct MbPair:
+    double key
+    Py_ssize_t idx
+
+
+ctypedef struct MbSampler:
+    Py_ssize_t n
+    int kind              # MB_ALG3 / MB_SYSTEMATIC of the last mb_prepare
+    Py_ssize_t m          # number of positive weights
+    Py_ssize_t b          # b_eff of the last mb_prepare
+    Py_ssize_t ncomp      # Algorithm 3 components
+    Py_ssize_t* order     # n: positive-weight indices (ALG3: by weight, descending)
+    double* q             # n: q of order[l] at position l
+    double* qx            # n: q_i by original index (valid for positive weights only)
+    double* cum           # n: cumulative component masses r_0 + ... + r_k
+    Py_ssize_t* comp_I    # n: component k = positions [0, I_k) and b - I_k of [I_k, J_k]
+    Py_ssize_t* comp_J    # n
+    Py_ssize_t* work      # n
+    MbPair* pairs         # n: sort scratch
+
+
+cdef int mbsampler_init(MbSampler* s, Py_ssize_t n) noexcept nogil
+cdef void mbsampler_free(MbSampler* s) noexcept nogil
+cdef Py_ssize_t mb_sort_desc(const double* weights, Py_ssize_t n, Py_ssize_t* order,
+                             MbPair* pairs) noexcept nogil
+cdef Py_ssize_t mb_waterfill_sorted(const double* ws, Py_ssize_t m, Py_ssize_t b,
+                                    double* q) noexcept nogil
+cdef Py_ssize_t mb_alg3_decompose(const double* qs, Py_ssize_t m, Py_ssize_t b, double* cum,
+                                  Py_ssize_t* comp_I, Py_ssize_t* comp_J) noexcept nogil
+cdef Py_ssize_t mb_prepare(MbSampler* s, const double* weights, Py_ssize_t b,
+                           int kind) noexcept nogil
+cdef Py_ssize_t mb_draw(MbSampler* s, rng_state* rng, Py_ssize_t* out) noexcept nogil
 
 
 cdef Py_ssize_t sumtree_buffer_size(Py_ssize_t n) noexcept nogil

@@ -28,13 +28,14 @@ Minimal use::
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.losses cimport Loss
 from dualsolve._core.rng cimport rng_state
-from dualsolve._core.sampler cimport SumTree, AliasTable
+from dualsolve._core.sampler cimport SumTree, AliasTable, MbSampler
 
 cdef enum:
     DF_UNIFORM = 0        # dfSDCA: i uniform, eta = n theta_unif
     DF_IMPORTANCE = 1     # IS-dfSDCA: p_i ~ n lam + Lt v_i (alias table), eta = theta_IS/p_i
     DF_PLUS = 2           # adfSDCA+: tree over epoch-start u_j, shrink by s, capped eta
-    DF_EXACT = 3          # adfSDCA: p* and theta of the current residues at every step
+    DF_EXACT = 3          # adfSDCA: p* and theta of the current residues at every step;
+                          # with batch_size > 1 mini-batch adfSDCA (Algorithm 4)
 
 cdef enum:
     DF_CONVERGED = 0      # certificate <= tol * P(0) (w recomputed from alpha first)
@@ -57,7 +58,11 @@ ctypedef struct DfOptions:
     unsigned long long seed
     double shrink              # adfSDCA+: p_i <- p_i / shrink after i is picked (>= 1)
     double step_cap            # adfSDCA+ (and optionally exact): eta_i <= step_cap n lam /
-                               # (n lam + Lt v_i); 0: no cap
+                               # (n lam + Lt v'_i); 0: no cap (v' = v serially, the ESO
+                               # weights min(b, omega) v for mini-batches)
+    Py_ssize_t batch_size      # DF_EXACT: b > 1 runs Algorithm 4 (ceil(n/b) iterations per
+                               # epoch); 1 the serial Algorithm 1
+    int mb_sampler             # MB_ALG3 / MB_SYSTEMATIC (dualsolve._core.sampler)
 
 
 ctypedef struct DfResult:
@@ -92,12 +97,17 @@ ctypedef struct DfProblem:
     Py_ssize_t* marked         # work n (DF_EXACT)
     double* alias_prob         # n (DF_IMPORTANCE)
     Py_ssize_t* alias_idx      # n (DF_IMPORTANCE)
-    Py_ssize_t* trace          # optional: the sampled coordinates in order (tests)
+    Py_ssize_t* batch          # work b (mini-batch): the sampled set
+    double* dbatch             # work b (mini-batch): its alpha increments
+    double eso                 # mini-batch: min(b, omega), omega = max column count of X
+    Py_ssize_t* trace          # optional: the sampled coordinates in order (tests); for
+                               # mini-batches b entries per iteration, -1 padded if b_eff < b
     Py_ssize_t trace_len
     Py_ssize_t trace_pos
     SumTree tree
     SumTree tree2
     AliasTable alias
+    MbSampler mb
     rng_state rng
     double theta
 

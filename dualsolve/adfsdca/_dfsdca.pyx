@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Dual-free SDCA loops (spec seed3 sections 2.0-2.5): one coordinate step, four ways of
-choosing the coordinate and its relaxation eta (see _dfsdca.pxd).
+choosing the coordinate and its relaxation eta (see _dfsdca.pxd); and mini-batch adfSDCA
+(section 2.8, Algorithm 4): b coordinates per iteration drawn by dualsolve._core.sampler's
+MbSampler, all steps computed at the same w and applied together.
 
 Every step: kappa_i = alpha_i + phi'(x_i.w); dalpha = -eta kappa_i; alpha_i += dalpha;
 w += dalpha/(lam n) x_i, so w == X^T alpha/(lam n) is kept (up to rounding, removed by a
@@ -25,7 +27,8 @@ from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_SQUARED, LOSS_SMO
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_uniform
 from dualsolve._core.sampler cimport (sumtree_init, sumtree_free, sumtree_build, sumtree_set,
                                       sumtree_get, sumtree_total, sumtree_draw, alias_init,
-                                      alias_free, alias_build, alias_draw)
+                                      alias_free, alias_build, alias_draw, MB_ALG3,
+                                      mbsampler_init, mbsampler_free, mb_prepare, mb_draw)
 
 
 cdef DfOptions df_default_options() noexcept nogil:
@@ -37,6 +40,8 @@ cdef DfOptions df_default_options() noexcept nogil:
     o.seed = 0
     o.shrink = 10.0
     o.step_cap = 0.0
+    o.batch_size = 1
+    o.mb_sampler = MB_ALG3
     return o
 
 
@@ -64,6 +69,10 @@ cdef void df_problem_init(DfProblem* P, Py_ssize_t n, Py_ssize_t d, const double
     P.marked = NULL
     P.alias_prob = NULL
     P.alias_idx = NULL
+    P.batch = NULL
+    P.dbatch = NULL
+    P.eso = 1.0
+    P.mb.order = NULL
     P.trace = NULL
     P.trace_len = 0
     P.trace_pos = 0
@@ -282,6 +291,84 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
     return 0
 
 
+cdef inline double _mb_weights(DfProblem* P, double eso) noexcept nogil:
+    """u_j = sqrt(eso v_j gamma + n lam^2) |kappa_j| (p* of (17) with the ESO weights
+    v'_j = eso v_j); returns sum kappa_j^2."""
+    cdef Py_ssize_t j
+    cdef double gamma = P.lam * P.ltilde, nl2 = P.n * P.lam * P.lam, K2 = 0.0, k
+    for j in range(P.n):
+        k = P.kappa[j]
+        K2 += k * k
+        P.u[j] = sqrt(eso * P.sqnorm[j] * gamma + nl2) * fabs(k)
+    return K2
+
+
+cdef int _epoch_minibatch(const floating* data, const index_t* indices, const index_t* indptr,
+                          const floating* csc_data, const index_t* csc_indices,
+                          const index_t* csc_indptr, DfProblem* P, Py_ssize_t b,
+                          int sampler, double cap) noexcept nogil:
+    """Mini-batch adfSDCA (Algorithm 4, spec 2.8), ceil(n/b) iterations. Per iteration, all
+    at the same w: kappa_j = alpha_j + phi'(z_j) for every j (margins z kept current through
+    the CSC copy); u_j = sqrt(v'_j gamma + n lam^2) |kappa_j|, v'_j = min(b_eff, omega) v_j;
+    q = water-filled b_eff u / sum(u) (sum q = b_eff, q <= 1); S with |S| = b_eff and
+    P(i in S) = q_i (Algorithm 3 or systematic); theta = Theta_b of (75) with p = q/b_eff,
+    which simplifies to n lam^2 sum kappa^2 / sum_i u_i^2 / q_i; dalpha_i = -(theta/q_i)
+    kappa_i for i in S (capped if cap > 0), then alpha, w and z are updated serially in the
+    order of S. z = Xw is recomputed at the epoch start (no drift)."""
+    cdef Py_ssize_t t, it, j, k, l, i, m, f, r, start, nb, be, n = P.n
+    cdef Py_ssize_t iters = (n + b - 1) // b
+    cdef double K2, denom, theta, eta, ecap, c, cx, zj, eso
+    for j in range(n):
+        start = indptr[j]
+        zj = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
+        P.z[j] = zj
+    for it in range(iters):
+        for j in range(n):
+            P.kappa[j] = P.alpha[j] + loss_deriv(&P.loss, P.z[j], P.y[j])
+        eso = P.eso
+        K2 = _mb_weights(P, eso)
+        be = mb_prepare(&P.mb, P.u, b, sampler)
+        if be == 0:
+            return 1                                   # every residue is 0: the optimum
+        if be < b and be < eso:
+            # fewer than b nonzero residues (pitfall 8): the ESO factor of |S| = b_eff
+            eso = <double>be
+            _mb_weights(P, eso)
+            be = mb_prepare(&P.mb, P.u, b, sampler)
+        denom = 0.0
+        for l in range(n):
+            if P.u[l] > 0.0:
+                denom += P.u[l] * (P.u[l] / P.mb.qx[l])
+        theta = n * P.lam * P.lam * K2 / denom
+        P.theta = theta
+        nb = mb_draw(&P.mb, &P.rng, P.batch)
+        for k in range(nb):                            # Jacobi: all at the same w
+            i = P.batch[k]
+            _record(P, i)
+            eta = theta / P.mb.qx[i]
+            if cap > 0.0:
+                ecap = cap * n * P.lam / (n * P.lam + P.ltilde * eso * P.sqnorm[i])
+                if eta > ecap:
+                    eta = ecap
+            P.dbatch[k] = -eta * P.kappa[i]
+        for k in range(nb, b):
+            _record(P, -1)
+        for k in range(nb):                            # the aggregated update, in order of S
+            i = P.batch[k]
+            if P.dbatch[k] == 0.0:
+                continue
+            P.alpha[i] += P.dbatch[k]
+            c = P.dbatch[k] / (P.lam * n)
+            start = indptr[i]
+            for l in range(start, indptr[i + 1]):
+                f = indices[l]
+                cx = c * data[l]
+                P.w[f] += cx
+                for m in range(csc_indptr[f], csc_indptr[f + 1]):
+                    P.z[csc_indices[m]] += cx * csc_data[m]
+    return 0
+
+
 cdef double _loss_smoothness(const Loss* L) noexcept nogil:
     if L.kind == LOSS_SQUARED:
         return 1.0
@@ -321,6 +408,13 @@ cdef int _prepare(DfProblem* P, const DfOptions* opt) noexcept nogil:
         for i in range(n):
             P.eta[i] = P.theta / (P.eta[i] / S)           # theta_IS / p_i
         return 0
+    if opt.method == DF_EXACT and opt.batch_size > 1:
+        if P.kappa == NULL or P.u == NULL or P.batch == NULL or P.dbatch == NULL:
+            return -1
+        if mbsampler_init(&P.mb, n) != 0:
+            P.mb.order = NULL
+            return -1
+        return 0
     if P.s == NULL or P.kappa == NULL or P.u == NULL or P.tree_buf == NULL:
         return -1
     for i in range(n):
@@ -338,11 +432,17 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
                     const floating* csc_data, const index_t* csc_indices,
                     const index_t* csc_indptr, DfProblem* P, const DfOptions* opt,
                     DfResult* res, df_hook hook, void* ctx) noexcept nogil:
-    cdef Py_ssize_t i, epoch = 0
+    cdef Py_ssize_t i, epoch = 0, omega = 0
+    cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
     cdef double primal = NAN, dual = NAN, gap = NAN, mk = NAN, kind = NAN, p0 = 0.0, target
     cdef bint checked, exact_zero = False, cold = True
     if opt.method == DF_EXACT and (csc_data == NULL or csc_indices == NULL or csc_indptr == NULL):
         return -1
+    if minibatch:
+        for i in range(P.d):
+            if csc_indptr[i + 1] - csc_indptr[i] > omega:
+                omega = csc_indptr[i + 1] - csc_indptr[i]
+        P.eso = <double>(opt.batch_size if opt.batch_size < omega else omega)
     if _prepare(P, opt) != 0:
         return -1
     for i in range(P.n):
@@ -370,6 +470,10 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
             _epoch_fixed(data, indices, indptr, P, opt.method)
         elif opt.method == DF_PLUS:
             exact_zero = _epoch_plus(data, indices, indptr, P, opt.shrink, opt.step_cap > 0.0) != 0
+        elif minibatch:
+            exact_zero = _epoch_minibatch(data, indices, indptr, csc_data, csc_indices,
+                                          csc_indptr, P, opt.batch_size, opt.mb_sampler,
+                                          opt.step_cap) != 0
         else:
             exact_zero = _epoch_exact(data, indices, indptr, csc_data, csc_indices, csc_indptr,
                                       P, epoch - 1, opt.step_cap) != 0
@@ -389,6 +493,8 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
                 res.status = DF_STOPPED
         if exact_zero and res.status == DF_MAX_EPOCHS:
             break           # every residue is 0 yet the certificate is above tol (tol = 0)
+    if minibatch and P.mb.order != NULL:
+        mbsampler_free(&P.mb)
     res.n_epochs = epoch
     res.primal = primal
     res.dual = dual
@@ -417,10 +523,12 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
          double[::1] w, double[::1] alpha, const double[::1] sqnorm, int method, double tol,
          Py_ssize_t max_epochs, Py_ssize_t check_every, unsigned long long seed, double shrink,
-         double step_cap, int verbose, callback, csc=None, trace=None):
+         double step_cap, int verbose, callback, csc=None, trace=None,
+         Py_ssize_t batch_size=1, int mb_sampler=0):
     """Run dfsdca_run on validated arrays; w and alpha are overwritten in place (alpha is the
     start). csc: (data, indices, indptr) of X by columns, same dtypes (DF_EXACT).
     trace: an intp array receiving the sampled coordinates in order.
+    batch_size > 1 with DF_EXACT: mini-batch adfSDCA (mb_sampler: 0 Algorithm 3, 1 systematic).
     Returns (status, n_epochs, primal, dual, gap, p0, theta, history_rows)."""
     cdef Py_ssize_t n = alpha.shape[0], d = n_features
     if indptr.shape[0] != n + 1 or y.shape[0] != n or w.shape[0] != d or sqnorm.shape[0] != n:
@@ -437,8 +545,11 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef double[::1] zv = z, wdv = work_d
     cdef double[::1] wv = w if d > 0 else np.zeros(1)
     df_problem_init(&P, n, d, &y[0], L, lt, lam, &wv[0], &alpha[0], &sqnorm[0], &zv[0], &wdv[0])
-    cdef double[::1] b_eta, b_s, b_k, b_u, b_t1, b_t2, b_ap
-    cdef Py_ssize_t[::1] b_st, b_mk, b_ai, b_tr
+    cdef double[::1] b_eta, b_s, b_k, b_u, b_t1, b_t2, b_ap, b_db
+    cdef Py_ssize_t[::1] b_st, b_mk, b_ai, b_tr, b_bt
+    cdef bint minibatch = method == DF_EXACT and batch_size > 1
+    if not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
     cdef const floating[::1] cdata
     cdef const index_t[::1] cind
     cdef const index_t[::1] cptr
@@ -468,12 +579,18 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     if method == DF_EXACT:
         if csc is None:
             raise ValueError("the exact method needs the CSC copy of X")
-        b_t2 = np.zeros(tsize)
-        b_st = np.zeros(n, dtype=np.intp)
-        b_mk = np.zeros(n, dtype=np.intp)
-        P.tree2_buf = &b_t2[0]
-        P.stamp = &b_st[0]
-        P.marked = &b_mk[0]
+        if minibatch:
+            b_bt = np.zeros(batch_size, dtype=np.intp)
+            b_db = np.zeros(batch_size)
+            P.batch = &b_bt[0]
+            P.dbatch = &b_db[0]
+        else:
+            b_t2 = np.zeros(tsize)
+            b_st = np.zeros(n, dtype=np.intp)
+            b_mk = np.zeros(n, dtype=np.intp)
+            P.tree2_buf = &b_t2[0]
+            P.stamp = &b_st[0]
+            P.marked = &b_mk[0]
         cdata, cind, cptr = csc
         if cptr.shape[0] != d + 1:
             raise ValueError("inconsistent CSC shapes")
@@ -493,6 +610,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     opt.seed = seed
     opt.shrink = shrink
     opt.step_cap = step_cap
+    opt.batch_size = batch_size
+    opt.mb_sampler = mb_sampler
     coef_view = None
     if callback is not None:
         coef_view = np.asarray(wv)[:d].view()

@@ -129,7 +129,8 @@ def _initial_alpha(warm_start, n):
 
 
 def _run(solver, Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs, check_every,
-         seed, method, shrink, step_cap, verbose, callback, warm_start, params, trace):
+         seed, method, shrink, step_cap, verbose, callback, warm_start, params, trace,
+         batch_size=1, mb_sampler=0):
     alpha = _initial_alpha(warm_start, n)
     w = np.zeros(d)
     csc = None
@@ -149,7 +150,8 @@ def _run(solver, Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs, ch
     status, n_epochs, primal, dual, gap, p0, theta, rows = _dfsdca._fit(
         Xc.data, Xc.indices, indptr, d, y_int, loss, param, lam, w, alpha,
         np.ascontiguousarray(Xc.sqnorm, dtype=np.float64), method, tol, max_epochs,
-        check_every, seed, shrink, step_cap, int(verbose), callback, csc=csc, trace=trace)
+        check_every, seed, shrink, step_cap, int(verbose), callback, csc=csc, trace=trace,
+        batch_size=batch_size, mb_sampler=mb_sampler)
     if status == 1 and not np.isfinite(gap):
         warnings.warn(f"{solver} diverged (non-finite iterates after {n_epochs} epochs); "
                       "with variant='plus' keep the default step_cap", ConvergenceWarning,
@@ -193,12 +195,30 @@ train_dfsdca.__doc__ = """Train a linear model by dual-free SDCA (Shalev-Shwartz
 """ + _RETURNS
 
 
+_MB_SAMPLERS = {"alg3": 0, "systematic": 1}
+
+
 def train_adfsdca(X, y, *, loss="logistic", lam=None, smoothing=None, variant="plus",
-                  s=10.0, step_cap="auto", tol=1e-6, max_epochs=100, check_every=1, seed=0,
-                  verbose=0, callback=None, warm_start=None, _trace=None):
+                  s=10.0, step_cap="auto", batch_size=1, mb_sampler="alg3", tol=1e-6,
+                  max_epochs=100, check_every=1, seed=0, verbose=0, callback=None,
+                  warm_start=None, _trace=None):
     Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs, check_every, seed = _setup(
         X, y, loss, lam, smoothing, tol, max_epochs, check_every, seed, callback)
     variant = check_choice(variant, "variant", ("plus", "exact"))
+    batch_size = check_int(batch_size, "batch_size", 1)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= n = {n} (the number of rows); "
+                         f"got {batch_size}")
+    if not isinstance(mb_sampler, str):
+        raise TypeError(f"mb_sampler must be a string, one of {list(_MB_SAMPLERS)}; "
+                        f"got {type(mb_sampler).__name__}")
+    check_choice(mb_sampler, "mb_sampler", tuple(_MB_SAMPLERS))
+    if batch_size > 1 and variant == "plus":
+        raise ValueError(
+            "batch_size > 1 needs variant='exact': mini-batch adfSDCA (Algorithm 4) "
+            "recomputes the residues and probabilities at every iteration; the paper "
+            "defines no mini-batch adfSDCA+ and its serial per-epoch probabilities "
+            "already need a step cap to converge")
     shrink = check_positive(s, "s")
     if shrink < 1.0:
         raise ValueError(f"s must be >= 1 (p_i is divided by s after i is picked); got {shrink}")
@@ -213,11 +233,12 @@ def train_adfsdca(X, y, *, loss="logistic", lam=None, smoothing=None, variant="p
     method = _PLUS if variant == "plus" else _EXACT
     return _run("adfsdca", Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs,
                 check_every, seed, method, shrink, cap, verbose, callback, warm_start,
-                dict(variant=variant, s=shrink, step_cap=cap), _trace)
+                dict(variant=variant, s=shrink, step_cap=cap, batch_size=batch_size,
+                     mb_sampler=mb_sampler), _trace, batch_size, _MB_SAMPLERS[mb_sampler])
 
 
 train_adfsdca.__doc__ = """Train a linear model by adaptive dual-free SDCA (He, Tappenden &
-    Takac 2018; spec seed3 sections 2.3-2.5).
+    Takac 2018; spec seed3 sections 2.3-2.8), serial or with mini-batches.
 """ + _OBJECTIVE + """
     The optimal probabilities for the current residues are
     ``p*_i = s_i |kappa_i| / sum_j s_j |kappa_j|`` with the step
@@ -241,6 +262,26 @@ train_adfsdca.__doc__ = """Train a linear model by adaptive dual-free SDCA (He, 
     every epoch start (no drift). On dense-ish data a step can cost a pass over X. No step
     cap by default (the theory does not need one; eta_i > 1 happens and is fine).
 
+    ``batch_size=b > 1`` (mini-batch adfSDCA, Algorithm 4; ``variant="exact"`` only): an
+    epoch is ceil(n/b) iterations. Each iteration computes every residue at the same w
+    (margins kept current through the CSC copy, ``z = Xw`` recomputed at each epoch
+    start), the ESO weights ``v'_i = min(b, omega) v_i`` (omega = the largest number of
+    rows sharing a feature), ``u_i = sqrt(v'_i gamma + n lam^2) |kappa_i|``, marginals
+    ``q_i = min(1, c u_i)`` water-filled to ``sum q = b``, a set S of exactly b distinct
+    rows with ``P(i in S) = q_i`` and the step (75)
+    ``theta = n lam^2 b sum kappa^2 / sum_i (n lam^2 + v'_i gamma) kappa_i^2 / p_i`` with
+    ``p = q/b``; then every i in S moves ``alpha_i -= (theta/q_i) kappa_i`` (all computed
+    at the same w: Jacobi) and w (and the margins) are updated serially in the order of
+    S, so results are reproducible. When fewer than b residues are nonzero, b_eff =
+    their number replaces b in that iteration (S is then every such row). Cost per
+    iteration: O(n) residues + O(m log m) for sorting the m nonzero weights (none with
+    ``mb_sampler="systematic"``) + O(sum over i in S, f in x_i of nnz(column f)) for the
+    update of w and the margins. ``batch_size=1`` runs the serial algorithm above (same
+    iterates for the same seed). Mini-batches of adfSDCA+ are rejected: the paper gives
+    Algorithm 4 only with residues and probabilities refreshed every iteration, and
+    adfSDCA+'s stale per-epoch probabilities already need a step cap serially (spec
+    2.5); a mini-batch version would have neither theory nor a tested safeguard.
+
     Parameters
     ----------
 """ + _COMMON_PARAMS + """    variant : {"plus", "exact"}
@@ -250,4 +291,14 @@ train_adfsdca.__doc__ = """Train a linear model by adaptive dual-free SDCA (He, 
         Cap ``eta_i <= c n lam / (n lam + Lt v_i)`` with c = 1 ("coordinate") or the given
         float; None: no cap (adfSDCA+ can then diverge). "auto": "coordinate" for "plus",
         None for "exact".
+        Mini-batches cap with the ESO weights: ``eta_i <= c n lam / (n lam + Lt v'_i)``.
+    batch_size : int in [1, n]
+        Rows updated per iteration (Algorithm 4, ``variant="exact"`` only); default 1.
+    mb_sampler : {"alg3", "systematic"}
+        How the mini-batch is drawn with marginals q: ``"alg3"``, the paper's Algorithm 3
+        (corrected; a mixture of at most n sets "the top rows + a uniform subset of a tie
+        block", every b-subset of the nonzero rows possible) after an O(m log m) sort;
+        ``"systematic"``, Madow's systematic sampling over a random permutation (O(m), no
+        sort, same marginals and |S| = b, which is all the convergence proof uses, but not
+        every b-subset is possible).
 """ + _RETURNS
