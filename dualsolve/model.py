@@ -227,3 +227,21 @@ def load_model(path):
 def _version():
     from dualsolve import __version__
     return __version__
+
+
+def warm_start_dual(warm_start, n):
+    """A fresh float64 copy of the dual variables to start from: ``warm_start`` is a Model
+    (its ``dual``) or an array of length n; None gives zeros. Checks length and finiteness;
+    each solver checks its own dual domain."""
+    if warm_start is None:
+        return np.zeros(n)
+    if isinstance(warm_start, Model):
+        if warm_start.dual is None:
+            raise ValueError("warm_start model has no dual variables (saved without them?)")
+        warm_start = warm_start.dual
+    alpha = np.array(warm_start, dtype=np.float64, copy=True).ravel()
+    if alpha.shape[0] != n:
+        raise ValueError(f"warm_start has {alpha.shape[0]} dual variables but X has {n} rows")
+    if not np.isfinite(alpha).all():
+        raise ValueError("warm_start contains NaN or infinity")
+    return alpha

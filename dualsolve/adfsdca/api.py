@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from .._core import losses as _losses
 from .._validation import (ConvergenceWarning, check_csr, check_labels, check_positive, check_int, check_seed,
                            check_choice, warn_not_converged)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_dual
 from . import _dfsdca
 
 _STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
@@ -113,25 +113,10 @@ def _setup(X, y, loss, lam, smoothing, tol, max_epochs, check_every, seed, callb
     return Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs, check_every, seed
 
 
-def _initial_alpha(warm_start, n):
-    if warm_start is None:
-        return np.zeros(n)
-    if isinstance(warm_start, Model):
-        if warm_start.dual is None:
-            raise ValueError("warm_start model has no dual variables (saved without them?)")
-        warm_start = warm_start.dual
-    alpha = np.array(warm_start, dtype=np.float64, copy=True).ravel()
-    if alpha.shape[0] != n:
-        raise ValueError(f"warm_start has {alpha.shape[0]} dual variables but X has {n} rows")
-    if not np.isfinite(alpha).all():
-        raise ValueError("warm_start contains NaN or infinity")
-    return alpha
-
-
 def _run(solver, Xc, n, d, loss, param, y_int, classes, lam, tol, max_epochs, check_every,
          seed, method, shrink, step_cap, verbose, callback, warm_start, params, trace,
          batch_size=1, mb_sampler=0):
-    alpha = _initial_alpha(warm_start, n)
+    alpha = warm_start_dual(warm_start, n)
     w = np.zeros(d)
     csc = None
     if method == _EXACT:

@@ -4,7 +4,7 @@ import numpy as np
 from .._core import losses as _losses
 from .._validation import (check_csr, check_labels, check_regularization, check_positive,
                            check_int, check_seed, check_choice, warn_not_converged)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_dual
 from . import _sdca
 
 _SAMPLING = {"permutation": 0, "uniform": 1}
@@ -134,13 +134,7 @@ def _check_loss_param(loss, smoothing):
 def _initial_dual(warm_start, y, loss, param, n):
     if warm_start is None:
         return np.zeros(n)
-    if isinstance(warm_start, Model):
-        if warm_start.dual is None:
-            raise ValueError("warm_start model has no dual variables (saved without them?)")
-        warm_start = warm_start.dual
-    alpha = np.array(warm_start, dtype=np.float64, copy=True).ravel()
-    if alpha.shape[0] != n:
-        raise ValueError(f"warm_start has {alpha.shape[0]} dual variables but X has {n} rows")
+    alpha = warm_start_dual(warm_start, n)
     if not np.isfinite(_losses.conjugate(loss, alpha, y, param)).all():
         raise ValueError("warm_start dual variables lie outside the dual domain of the loss "
                          "for these labels (was it trained with another loss or labels?)")
