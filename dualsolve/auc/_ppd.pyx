@@ -1,0 +1,438 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Stochastic AUC loops (spec seed2 sections 2.2, 2.3, 2.4, 3.3, 3.5, 3.6); see _ppd.pxd.
+
+PPD-SG stage (Algorithm 2, inner loop), step t -> t+1 on a batch B drawn with replacement,
+all gradients at (w_t, a_t, b_t, alpha_t) (Jacobi)::
+
+    g_w = (1/|B|) sum_{i in B} c_i x_i                 c_i = dF/dh at h_i = x_i.w_t
+    w_{t+1} = rho w_t + beta w0 - eta g_w,              rho = 1 - eta (lam + 1/gamma), beta = eta/gamma
+    a_{t+1} = a_t - eta (g_a + (a_t - a0)/gamma)        (b alike)
+    alpha_{t+1} = alpha_t + eta g_alpha
+
+The map w_j <- rho w_j + beta w0_j of untouched features is applied just in time with
+DriftJIT (O(1) per catch-up, also adding the missed iterates to the stage sum).
+
+PPD-AdaGrad stage (Algorithm 3 with the proximal and L2 terms in closed form, spec 3.5):
+after m steps, with G and S2 the sums of the F-gradients and of their squares since the
+stage start (reset every stage)::
+
+    w_j(m) = w0_j - eta (G_j + m lam w0_j) / (delta + sqrt(S2_j) + B m),   B = eta (lam + 1/gamma)
+    a(m)   = a0 - eta G_a / (delta + sqrt(S2_a) + m eta/gamma)             (b alike)
+    alpha(m) = alpha0 - eta G_al / (delta + sqrt(S2_al)),                  G_al sums -dF/dalpha
+
+A feature's iterates between touches are summed in closed form with the digamma function.
+"""
+from libc.math cimport sqrt, log1p, NAN
+from libc.stdint cimport int64_t
+from libc.string cimport memset, memcpy
+from scipy.special.cython_special cimport psi
+from cpython.exc cimport PyErr_CheckSignals
+
+import numpy as np
+
+from dualsolve._core.csr cimport floating, index_t, sparse_dot
+from dualsolve._core.rng cimport rng_seed, rng_below
+from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
+                                   drift_flush, drift_table_size)
+
+cdef enum:
+    AUC_POLL_STEPS = 65536
+    ADA_DIRECT_SUM = 16      # gaps up to this many iterates are summed term by term
+
+
+cdef void auc_problem_init(AucProblem* P, Py_ssize_t n, Py_ssize_t d, const double* y,
+                           double lam, double inv_gamma, Py_ssize_t batch_size, double* w,
+                           double* w0, double* wsum, int64_t* last, double* gsum,
+                           Py_ssize_t* batch, double* coef) noexcept nogil:
+    P.n = n
+    P.d = d
+    P.y = y
+    P.lam = lam
+    P.inv_gamma = inv_gamma
+    P.batch_size = batch_size
+    P.p_mode = AUC_P_FIXED
+    P.p = 0.5
+    P.pq = 0.25
+    P.n_pos_seen = 0.0
+    P.n_neg_seen = 0.0
+    P.ybar = 0.5
+    P.n_seen = 0
+    P.n_samples = 0
+    P.w = w
+    P.w0 = w0
+    P.wsum = wsum
+    P.last = last
+    P.gsum = gsum
+    P.batch = batch
+    P.coef = coef
+    P.tab = NULL
+    P.tab_size = 0
+    P.G = NULL
+    P.S2 = NULL
+    P.mark = NULL
+    P.delta = 0.0
+    P.a = P.b = P.alpha = P.a0 = P.b0 = 0.0
+    P.trace = NULL
+    P.trace_len = 0
+    P.trace_pos = 0
+
+
+cdef inline Py_ssize_t _draw(AucProblem* P) noexcept nogil:
+    cdef Py_ssize_t i = <Py_ssize_t>rng_below(&P.rng, <unsigned long long>P.n)
+    if P.trace != NULL and P.trace_pos < P.trace_len:
+        P.trace[P.trace_pos] = i
+        P.trace_pos += 1
+    P.n_samples += 1
+    return i
+
+
+cdef inline void _draw_batch(AucProblem* P) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(P.batch_size):
+        P.batch[k] = _draw(P)
+
+
+cdef inline void _update_p(AucProblem* P) noexcept nogil:
+    """Algorithm 4 (spec 2.4) after the step's batch: T+, T-, p^, ybar, p(1-p)^."""
+    cdef Py_ssize_t k, m = P.batch_size
+    cdef double npos = 0.0, ss = 0.0, j = <double>P.n_seen, ph
+    for k in range(m):
+        if P.y[P.batch[k]] > 0:
+            npos += 1.0
+    P.n_pos_seen += npos
+    P.n_neg_seen += m - npos
+    ph = P.n_pos_seen / (P.n_pos_seen + P.n_neg_seen)
+    if ph < 1e-12:
+        ph = 1e-12
+    elif ph > 1.0 - 1e-12:
+        ph = 1.0 - 1e-12
+    P.p = ph
+    P.ybar = ((j + 2.0) * P.ybar + npos) / (j + m + 2.0)
+    for k in range(m):
+        ph = (1.0 if P.y[P.batch[k]] > 0 else 0.0) - P.ybar
+        ss += ph * ph
+    P.pq = ((j + 1.0) * P.pq + ss) / (j + m + 1.0)
+    P.n_seen += m
+
+
+cdef inline int _poll(auc_poll poll, void* ctx, int64_t t) noexcept nogil:
+    if poll != NULL and (t + 1) % AUC_POLL_STEPS == 0:
+        return poll(ctx)
+    return 0
+
+
+cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_t* indptr,
+                      AucProblem* P, int64_t T, double eta, auc_poll poll,
+                      void* ctx) noexcept nogil:
+    cdef DriftJIT dj
+    cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, start, j
+    cdef int64_t t, tcap
+    cdef double om = eta * (P.lam + P.inv_gamma), inv_b = 1.0 / nb
+    cdef double h, c, ga, gb, gal, sga, sgb, sgal, a, b, al, suma, sumb, gx
+    if P.tab == NULL or P.tab_size < 1:
+        return AUC_NO_BUFFER
+    tcap = T - 1 if T - 1 < P.tab_size else P.tab_size
+    if tcap < 1:
+        tcap = 1
+    memcpy(P.w, P.w0, d * sizeof(double))
+    memcpy(P.wsum, P.w0, d * sizeof(double))           # iterate 0 is in the average
+    drift_init(&dj, P.w, P.last, P.wsum, d, P.tab, tcap, 1.0 - om, log1p(-om), P.w0,
+               eta * P.inv_gamma, NULL, 0.0, 0)
+    a = P.a0
+    b = P.b0
+    al = P.alpha
+    suma = a
+    sumb = b
+    for t in range(T - 1):
+        _draw_batch(P)
+        for k in range(nb):
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                drift_catch_up(&dj, indices[q], t)
+        sga = sgb = sgal = 0.0
+        for k in range(nb):
+            i = P.batch[k]
+            start = indptr[i]
+            h = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
+            auc_grads(h, P.y[i], a, b, al, P.p, P.pq, &c, &ga, &gb, &gal)
+            P.coef[k] = c * inv_b
+            sga += ga
+            sgb += gb
+            sgal += gal
+        for k in range(nb):
+            i = P.batch[k]
+            c = P.coef[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                P.gsum[indices[q]] += c * data[q]
+        for k in range(nb):
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                j = indices[q]
+                if P.last[j] == t:                     # not yet stepped (repeats in B)
+                    gx = P.gsum[j]
+                    P.gsum[j] = 0.0
+                    drift_step(&dj, j, t, -eta * gx)
+        sga *= inv_b
+        sgb *= inv_b
+        sgal *= inv_b
+        # simultaneous updates of the scalars from the values at t
+        a = a - eta * (sga + (a - P.a0) * P.inv_gamma)
+        b = b - eta * (sgb + (b - P.b0) * P.inv_gamma)
+        al = al + eta * sgal
+        suma += a
+        sumb += b
+        if P.p_mode == AUC_P_ONLINE:
+            _update_p(P)
+        if (t + 1) % tcap == 0:
+            drift_flush(&dj, t + 1)
+        if _poll(poll, ctx, t) != 0:
+            return AUC_STOPPED
+    drift_flush(&dj, T - 1)
+    for j in range(d):
+        P.w0[j] = P.wsum[j] / T
+        P.w[j] = P.w0[j]
+    P.a0 = P.a = suma / T
+    P.b0 = P.b = sumb / T
+    P.alpha = al                                       # thrown away by the reset
+    return AUC_OK
+
+
+cdef inline void _ada_catch_up(AucProblem* P, Py_ssize_t j, int64_t m, double eta,
+                               double B) noexcept nogil:
+    """Add the iterates last[j]+1 .. m of feature j (G_j, S2_j constant over them) to wsum."""
+    cdef int64_t m1 = P.last[j] + 1, r
+    cdef double cnt, D, c1, c2, s = 0.0, x
+    if m1 > m:
+        return
+    cnt = <double>(m - m1 + 1)
+    c1 = eta * P.G[j]
+    c2 = eta * P.lam * P.w0[j]
+    if c1 != 0.0 or c2 != 0.0:
+        D = P.delta + sqrt(P.S2[j])
+        if B == 0.0:                                   # lam = 0, gamma = inf: c2 = 0
+            s = cnt * c1 / D
+        elif m - m1 < ADA_DIRECT_SUM:
+            for r in range(m1, m + 1):
+                s += (c1 + c2 * r) / (D + B * r)
+        else:
+            # sum_r (c1 + c2 r)/(D + B r) = cnt c2/B + (c1 - c2 D/B) (psi(x+m+1) - psi(x+m1))/B
+            x = D / B
+            s = cnt * c2 / B + (c1 - c2 * x) * (psi(x + m + 1.0) - psi(x + m1)) / B
+    P.wsum[j] += cnt * P.w0[j] - s
+    P.last[j] = m
+
+
+cdef inline double _ada_w(const AucProblem* P, Py_ssize_t j, int64_t m, double eta,
+                          double B) noexcept nogil:
+    return P.w0[j] - eta * (P.G[j] + m * P.lam * P.w0[j]) / (P.delta + sqrt(P.S2[j]) + B * m)
+
+
+cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
+                           const index_t* indptr, AucProblem* P, int64_t T, double eta,
+                           auc_poll poll, void* ctx) noexcept nogil:
+    cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, start, j
+    cdef int64_t m
+    cdef double B = eta * (P.lam + P.inv_gamma), Bab = eta * P.inv_gamma, inv_b = 1.0 / nb
+    cdef double h, c, ga, gb, gal, sga, sgb, sgal, a, b, al, suma = 0.0, sumb = 0.0, g
+    cdef double Ga = 0.0, Gb = 0.0, Gal = 0.0, S2a = 0.0, S2b = 0.0, S2al = 0.0
+    cdef double al0 = P.alpha
+    if P.G == NULL or P.S2 == NULL or P.mark == NULL or not P.delta > 0.0:
+        return AUC_NO_BUFFER
+    memset(P.G, 0, d * sizeof(double))
+    memset(P.S2, 0, d * sizeof(double))
+    memset(P.wsum, 0, d * sizeof(double))
+    for j in range(d):
+        P.last[j] = -1
+        P.mark[j] = -1
+    for m in range(T):
+        a = P.a0 - eta * Ga / (P.delta + sqrt(S2a) + Bab * m)
+        b = P.b0 - eta * Gb / (P.delta + sqrt(S2b) + Bab * m)
+        suma += a
+        sumb += b
+        if m == T - 1:
+            break
+        al = al0 - eta * Gal / (P.delta + sqrt(S2al))
+        _draw_batch(P)
+        sga = sgb = sgal = 0.0
+        for k in range(nb):
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                _ada_catch_up(P, indices[q], m, eta, B)
+        for k in range(nb):
+            i = P.batch[k]
+            h = 0.0
+            for q in range(indptr[i], indptr[i + 1]):
+                h += data[q] * _ada_w(P, indices[q], m, eta, B)
+            auc_grads(h, P.y[i], a, b, al, P.p, P.pq, &c, &ga, &gb, &gal)
+            P.coef[k] = c * inv_b
+            sga += ga
+            sgb += gb
+            sgal += gal
+        for k in range(nb):
+            i = P.batch[k]
+            c = P.coef[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                j = indices[q]
+                P.gsum[j] += c * data[q]
+                P.mark[j] = m
+        for k in range(nb):
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                j = indices[q]
+                if P.mark[j] == m:
+                    g = P.gsum[j]
+                    P.gsum[j] = 0.0
+                    P.mark[j] = -1
+                    P.G[j] += g
+                    P.S2[j] += g * g
+        sga *= inv_b
+        sgb *= inv_b
+        sgal *= inv_b
+        Ga += sga
+        S2a += sga * sga
+        Gb += sgb
+        S2b += sgb * sgb
+        Gal -= sgal
+        S2al += sgal * sgal
+        if P.p_mode == AUC_P_ONLINE:
+            _update_p(P)
+        if _poll(poll, ctx, m) != 0:
+            return AUC_STOPPED
+    for j in range(d):
+        _ada_catch_up(P, j, T - 1, eta, B)
+    for j in range(d):
+        P.w0[j] = P.wsum[j] / T
+        P.w[j] = P.w0[j]
+    P.a0 = P.a = suma / T
+    P.b0 = P.b = sumb / T
+    P.alpha = al0 - eta * Gal / (P.delta + sqrt(S2al))
+    return AUC_OK
+
+
+cdef void auc_alpha_reset(const floating* data, const index_t* indices,
+                          const index_t* indptr, AucProblem* P, int64_t m) noexcept nogil:
+    cdef double sp = 0.0, sn = 0.0, npos = 0.0, nneg = 0.0, h
+    cdef Py_ssize_t i, start
+    cdef int64_t r = 0
+    while True:
+        if m == 0:
+            if r == P.n:
+                break
+            i = <Py_ssize_t>r
+        else:
+            if r >= m and npos > 0.0 and nneg > 0.0:
+                break
+            i = _draw(P)
+        r += 1
+        start = indptr[i]
+        h = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w0)
+        if P.y[i] > 0:
+            sp += h
+            npos += 1.0
+        else:
+            sn += h
+            nneg += 1.0
+    P.alpha = sn / nneg - sp / npos
+
+
+# ---------------------------------------------------------------------------------------
+# Python driver
+
+
+cdef int _python_poll(void* ctx) noexcept nogil:
+    with gil:
+        try:
+            PyErr_CheckSignals()
+        except BaseException as exc:                   # noqa: B902 (KeyboardInterrupt)
+            (<object>ctx).error = exc
+            return 1
+        return 0
+
+
+def grads(double h, double y, double a, double b, double alpha, double p, double pq):
+    """(dF/dh, dF/da, dF/db, dF/dalpha) of one sample (spec 2.0; for tests)."""
+    cdef double c, ga, gb, gal
+    auc_grads(h, y, a, b, alpha, p, pq, &c, &ga, &gb, &gal)
+    return c, ga, gb, gal
+
+
+def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+         Py_ssize_t n_features, const double[::1] y, str method, etas, Ts, ms, double lam,
+         double inv_gamma, double delta, Py_ssize_t batch_size, int p_mode, double p,
+         unsigned long long seed, report, mon, trace=None):
+    """Run the stages on validated arrays. etas, Ts, ms: per-stage step, length (iterates)
+    and alpha-reset sample count (0: all rows). report(k, w, a, b, alpha) is called with
+    the start (k = 0) and after every stage's alpha reset and returns True to stop; mon
+    gets ``error`` set on Ctrl-C mid-stage. Returns (w, a, b, alpha, stages_done,
+    n_samples, p_estimate, pq_estimate)."""
+    cdef Py_ssize_t n = y.shape[0], d = n_features, K = len(etas), k
+    if indptr.shape[0] != n + 1:
+        raise ValueError("inconsistent shapes")
+    cdef AucProblem P
+    dd = max(d, 1)
+    w = np.zeros(dd)
+    w0 = np.zeros(dd)
+    wsum = np.zeros(dd)
+    gsum = np.zeros(dd)
+    last = np.zeros(dd, dtype=np.int64)
+    batch = np.zeros(batch_size, dtype=np.intp)
+    coef = np.zeros(batch_size)
+    cdef double[::1] wv = w, w0v = w0, wsv = wsum, gv = gsum, cv = coef
+    cdef int64_t[::1] lv = last
+    cdef Py_ssize_t[::1] bv = batch
+    auc_problem_init(&P, n, d, &y[0], lam, inv_gamma, batch_size, &wv[0], &w0v[0], &wsv[0],
+                     &lv[0], &gv[0], &bv[0], &cv[0])
+    P.p_mode = p_mode
+    if p_mode == AUC_P_FIXED:
+        P.p = p
+        P.pq = p * (1.0 - p)
+    cdef double[::1] tabv, Gv, S2v
+    cdef int64_t[::1] mkv
+    cdef int64_t tmax = max(int(T) for T in Ts) - 1
+    if method == "sg":
+        P.tab_size = max(1, min(tmax, max(d, 4096)))
+        tabv = np.zeros(drift_table_size(P.tab_size))
+        P.tab = &tabv[0]
+    else:
+        Gv = np.zeros(dd)
+        S2v = np.zeros(dd)
+        mkv = np.zeros(dd, dtype=np.int64)
+        P.G = &Gv[0]
+        P.S2 = &S2v[0]
+        P.mark = &mkv[0]
+        P.delta = delta
+    cdef Py_ssize_t[::1] trv
+    if trace is not None:
+        trv = trace
+        if trv.shape[0] > 0:
+            P.trace = &trv[0]
+            P.trace_len = trv.shape[0]
+    rng_seed(&P.rng, seed)
+    cdef int status = AUC_OK
+    cdef int64_t T, m
+    cdef double eta
+    cdef bint sg = method == "sg"
+    done = 0
+    if not report(0, w0[:d], P.a0, P.b0, P.alpha):
+        for k in range(K):
+            eta = etas[k]
+            T = Ts[k]
+            m = ms[k]
+            with nogil:
+                if sg:
+                    status = ppd_sg_stage(&data[0], &indices[0], &indptr[0], &P, T, eta,
+                                          _python_poll, <void*>mon)
+                else:
+                    status = ppd_adagrad_stage(&data[0], &indices[0], &indptr[0], &P, T, eta,
+                                               _python_poll, <void*>mon)
+                if status == AUC_OK:
+                    auc_alpha_reset(&data[0], &indices[0], &indptr[0], &P, m)
+            if status == AUC_NO_BUFFER:
+                raise MemoryError("AUC solver: a work buffer is missing")
+            if status == AUC_STOPPED:
+                break
+            done = k + 1
+            if report(k + 1, w0[:d], P.a0, P.b0, P.alpha):
+                break
+    return (w0[:d].copy(), P.a0, P.b0, P.alpha, done, P.n_samples, P.p, P.pq,
+            status == AUC_STOPPED)

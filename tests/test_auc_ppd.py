@@ -1,0 +1,474 @@
+"""AUC family, part 2 (spec seed2 sections 2.2-2.4, 3.3, 3.5, 3.6; tests T3-T8, T10,
+T11, T13): PPD-SG and PPD-AdaGrad against dense NumPy twins that replay the same samples,
+and against the closed-form optimum of the surrogate."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dualsolve.auc import (train_ppd_sg, train_ppd_adagrad, auc_score, auc_surrogate_optimum,
+                           auc_surrogate_objective)
+from dualsolve.auc import _ppd
+
+SOLVERS = {"sg": train_ppd_sg, "adagrad": train_ppd_adagrad}
+
+
+# ---------------------------------------------------------------------------------------
+# the dense twin: O(d) per step, the stages of spec 2.2 / 2.3 written out literally
+
+
+def grads_np(h, yi, a, b, al, p, pq):
+    if yi > 0:
+        return (2 * (1 - p) * (h - a - 1 - al), -2 * (1 - p) * (h - a), 0.0,
+                -2 * (1 - p) * h - 2 * pq * al)
+    return 2 * p * (h - b + 1 + al), 0.0, -2 * p * (h - b), 2 * p * h - 2 * pq * al
+
+
+class OnlineP:
+    """Algorithm 4 (spec 2.4) with dualsolve's initial values."""
+
+    def __init__(self):
+        self.tp = self.tn = 0.0
+        self.ybar, self.p, self.pq, self.j = 0.5, 0.5, 0.25, 0
+
+    def update(self, ys):
+        m = len(ys)
+        npos = float(np.sum(ys > 0))
+        self.tp += npos
+        self.tn += m - npos
+        self.p = min(max(self.tp / (self.tp + self.tn), 1e-12), 1 - 1e-12)
+        self.ybar = ((self.j + 2) * self.ybar + npos) / (self.j + m + 2)
+        ss = np.sum(((ys > 0).astype(float) - self.ybar) ** 2)
+        self.pq = ((self.j + 1) * self.pq + ss) / (self.j + m + 1)
+        self.j += m
+
+
+def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=None):
+    Xd = np.asarray(X.toarray(), dtype=np.float64)
+    n, d = Xd.shape
+    inv_g = 0.0 if gamma is None or np.isinf(gamma) else 1.0 / gamma
+    online = OnlineP() if p == "online" else None
+    pf = (y > 0).mean() if p is None else p
+    w0, a0, b0, alpha = np.zeros(d), 0.0, 0.0, 0.0
+    pos = 0
+    for eta, T, m in zip(etas, Ts, ms):
+        if online is None:
+            pp, pq = pf, pf * (1 - pf)
+        if method == "sg":
+            om = eta * (lam + inv_g)
+            w, a, b, al = w0.copy(), a0, b0, alpha
+            wsum, suma, sumb = w.copy(), a, b
+            for t in range(T - 1):
+                batch = trace[pos:pos + B]
+                pos += B
+                if online is not None:
+                    pp, pq = online.p, online.pq
+                g = np.zeros(d)
+                sg = np.zeros(3)
+                for i in batch:
+                    c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, pp, pq)
+                    g += (c * (1.0 / B)) * Xd[i]
+                    sg += (ga, gb, gal)
+                sg *= 1.0 / B
+                w = (1.0 - om) * w + (eta * inv_g) * w0 - eta * g
+                a, b, al = (a - eta * (sg[0] + (a - a0) * inv_g),
+                            b - eta * (sg[1] + (b - b0) * inv_g), al + eta * sg[2])
+                wsum += w
+                suma += a
+                sumb += b
+                if online is not None:
+                    online.update(y[batch])
+            w0, a0, b0 = wsum / T, suma / T, sumb / T
+        else:
+            Bw, Bab = eta * (lam + inv_g), eta * inv_g
+            G, S2 = np.zeros(d), np.zeros(d)
+            Gs, S2s = np.zeros(3), np.zeros(3)          # a, b and the ascent of alpha
+            wsum, suma, sumb = np.zeros(d), 0.0, 0.0
+            al0 = alpha
+            for mm in range(T):
+                w = w0 - eta * (G + mm * lam * w0) / (delta + np.sqrt(S2) + Bw * mm)
+                a = a0 - eta * Gs[0] / (delta + np.sqrt(S2s[0]) + Bab * mm)
+                b = b0 - eta * Gs[1] / (delta + np.sqrt(S2s[1]) + Bab * mm)
+                wsum += w
+                suma += a
+                sumb += b
+                if mm == T - 1:
+                    break
+                al = al0 - eta * Gs[2] / (delta + np.sqrt(S2s[2]))
+                batch = trace[pos:pos + B]
+                pos += B
+                if online is not None:
+                    pp, pq = online.p, online.pq
+                g = np.zeros(d)
+                sg = np.zeros(3)
+                for i in batch:
+                    c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, pp, pq)
+                    g += (c * (1.0 / B)) * Xd[i]
+                    sg += (ga, gb, -gal)
+                sg *= 1.0 / B
+                G += g
+                S2 += g * g
+                Gs += sg
+                S2s += sg * sg
+                if online is not None:
+                    online.update(y[batch])
+            w0, a0, b0 = wsum / T, suma / T, sumb / T
+        h = Xd @ w0
+        if m == 0:
+            alpha = h[y < 0].mean() - h[y > 0].mean()
+        else:
+            r, rows = 0, []
+            while r < m or len(set(y[rows])) < 2:
+                rows.append(trace[pos])
+                pos += 1
+                r += 1
+            rows = np.array(rows)
+            alpha = h[rows][y[rows] < 0].mean() - h[rows][y[rows] > 0].mean()
+    return w0, a0, b0, alpha, pos
+
+
+def random_csr(seed, n=300, d=40, density=0.1, p=0.2, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.nnz) * 0.7
+    keep = np.ones(n)
+    keep[5] = 0.0                                # an empty row
+    X = sp.diags(keep) @ X
+    X.eliminate_zeros()
+    X = sp.csr_matrix(X)
+    y = np.where(rng.random(n) < p, 1.0, -1.0)
+    return X.astype(dtype), y
+
+
+def run_both(X, y, method, gamma, lam, B, seed=3, p=None, alpha_reset="full", K=4, T0=50,
+             eta0=0.1):
+    etas = [eta0 / 3 ** k for k in range(K)]
+    Ts = [int(round(T0 * 3 ** k)) for k in range(K)]
+    ms = [0] * K if alpha_reset == "full" else [int(round(10 * 3 ** k)) for k in range(K)]
+    trace = np.full(sum((T - 1) * B for T in Ts) + 10 * sum(ms) + 1000, -1, dtype=np.intp)
+    kw = dict(delta=0.05) if method == "adagrad" else {}
+    m = SOLVERS[method](X, y, eta0=eta0, T0=T0, gamma=gamma, n_stages=K, lam=lam,
+                        batch_size=B, seed=seed, p=p, alpha_reset=alpha_reset,
+                        alpha_batch=10, _trace=trace, **kw)
+    used = int(np.sum(trace >= 0))
+    ref = dense_twin(X, np.where(y > 0, 1.0, -1.0), trace[:used], method, etas, Ts, ms, lam,
+                     gamma, B, delta=kw.get("delta", 0.0), p=p)
+    return m, ref, used
+
+
+def assert_twin(m, ref, used):
+    w, a, b, alpha, consumed = ref
+    assert consumed == used == m.params["n_samples"]
+    scale = max(1.0, np.abs(w).max())
+    assert np.abs(m.coef - w).max() <= 1e-12 * scale
+    for got, want in [(m.params["a"], a), (m.params["b"], b), (m.params["alpha"], alpha)]:
+        assert abs(got - want) <= 1e-12 * max(1.0, abs(want))
+
+
+# ---------------------------------------------------------------------------------------
+# T4: lazy O(nnz) steps == dense twin
+
+
+@pytest.mark.parametrize("method", ["sg", "adagrad"])
+@pytest.mark.parametrize("gamma", [2.0, None])
+@pytest.mark.parametrize("lam", [0.0, 0.01])
+@pytest.mark.parametrize("B", [1, 8])
+def test_lazy_equals_dense_twin(method, gamma, lam, B):
+    X, y = random_csr(0)
+    m, ref, used = run_both(X, y, method, gamma, lam, B)
+    assert np.abs(m.coef).max() > 1e-3                 # it moved
+    assert_twin(m, ref, used)
+
+
+@pytest.mark.parametrize("method", ["sg", "adagrad"])
+def test_twin_float32_noncanonical_online_minibatch_reset(method):
+    X, y = random_csr(1, dtype=np.float32)
+    m, ref, used = run_both(X, y, method, 5.0, 0.01, 3, p="online", alpha_reset="minibatch")
+    assert_twin(m, ref, used)
+    # non-canonical CSR (duplicates split in two halves, unsorted): summed in a copy
+    Xc = X.astype(np.float64).tocsr()
+    ind, dat, ptr = [], [], [0]
+    for i in range(Xc.shape[0]):
+        sl = slice(Xc.indptr[i], Xc.indptr[i + 1])
+        ind += Xc.indices[sl][::-1].tolist() + Xc.indices[sl].tolist()
+        dat += (Xc.data[sl][::-1] / 2).tolist() + (Xc.data[sl] / 2).tolist()
+        ptr.append(len(ind))
+    Xraw = sp.csr_matrix((np.array(dat), np.array(ind), np.array(ptr)), shape=Xc.shape)
+    with pytest.warns(UserWarning, match="duplicate"):
+        m2 = SOLVERS[method](Xraw, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)
+    m3 = SOLVERS[method](Xc, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)
+    np.testing.assert_allclose(m2.coef, m3.coef, rtol=1e-12, atol=1e-14)
+
+
+def test_adagrad_long_gaps_use_digamma_sums():
+    # a rarely touched feature: gaps of hundreds of steps go through the digamma formula
+    rng = np.random.default_rng(4)
+    n, d = 400, 60
+    X = sp.random(n, d, density=0.03, random_state=rng, format="csr")
+    y = np.where(rng.random(n) < 0.3, 1.0, -1.0)
+    for gamma, lam in [(3.0, 0.02), (1e3, 1e-3), (None, 0.05)]:
+        m, ref, used = run_both(X, y, "adagrad", gamma, lam, 1, K=3, T0=300)
+        assert_twin(m, ref, used)
+
+
+# ---------------------------------------------------------------------------------------
+# T3: per-sample gradients
+
+
+def test_gradients_match_finite_differences():
+    rng = np.random.default_rng(6)
+    p = 0.3
+    pq = p * (1 - p)
+
+    def F(h, yi, a, b, al):
+        if yi > 0:
+            return (1 - p) * (h - a) ** 2 + 2 * (1 + al) * (-(1 - p) * h) - pq * al ** 2
+        return p * (h - b) ** 2 + 2 * (1 + al) * p * h - pq * al ** 2
+
+    for _ in range(20):
+        v = rng.standard_normal(4)
+        for yi in (1.0, -1.0):
+            g = _ppd.grads(v[0], yi, v[1], v[2], v[3], p, pq)
+            for k in range(4):
+                e = np.zeros(4)
+                e[k] = 1e-6
+                num = (F(*(v + e)[:1], yi, *(v + e)[1:]) - F(*(v - e)[:1], yi, *(v - e)[1:])) / 2e-6
+                assert abs(num - g[k]) <= 1e-6 * max(1.0, abs(g[k]))
+
+
+# ---------------------------------------------------------------------------------------
+# T5 / T13: convergence to the exact optimum
+
+
+def gaussian_problem(seed, n, d=20, p=0.1, mu_seed=100):
+    mu = 0.3 * np.random.default_rng(mu_seed).standard_normal(d)
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < p, 1, -1)
+    X = rng.standard_normal((n, d)) + np.where(y[:, None] > 0, mu, 0.0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def t5():
+    X, y = gaussian_problem(0, 4000)
+    Xt, yt = gaussian_problem(1, 20000)
+    lam = 1e-4
+    o = auc_surrogate_optimum(X, y, lam)
+    return X, y, Xt, yt, lam, o
+
+
+@pytest.mark.parametrize("method,kw,bound", [
+    ("sg", dict(eta0=0.05), 5e-3),
+    ("adagrad", dict(eta0=0.5, delta=1e-2), 1e-2)])
+def test_converges_to_closed_form_optimum_T5(t5, method, kw, bound):
+    X, y, Xt, yt, lam, o = t5
+    J_star = o.params["objective"]
+    auc_star = auc_score(yt, Xt @ o.coef)
+    m = SOLVERS[method](X, y, T0=500, n_stages=6, gamma=100.0, lam=lam, seed=0,
+                        eval_set=(Xt, yt), **kw)
+    _, J = auc_surrogate_objective(X, y, m.coef, lam)
+    assert (J - J_star) / abs(J_star) <= bound
+    assert J >= J_star - 1e-12
+    assert m.history["primal"][-1] == pytest.approx(J, rel=1e-12)
+    auc = auc_score(yt, Xt @ m.coef)
+    assert auc >= auc_star - 0.003
+    assert m.history["val_auc"][-1] == auc
+    h = X @ m.coef
+    assert abs(m.params["a"] - h[y > 0].mean()) <= 1e-2
+    assert abs(m.params["b"] - h[y < 0].mean()) <= 1e-2
+    assert m.converged and m.n_epochs == 6 and len(m.history) == 7
+
+
+def test_objective_descends_across_stages_T13(t5):
+    X, y, _, _, lam, o = t5
+    J_star = o.params["objective"]
+    H = np.array([train_ppd_sg(X, y, eta0=0.05, T0=500, n_stages=5, gamma=100.0, lam=lam,
+                               seed=s).history["primal"][1:] for s in range(5)])
+    mean = H.mean(0)
+    assert np.all(np.diff(mean) < 0)
+    assert (mean[-1] - J_star) / abs(J_star) <= 5e-3
+
+
+# ---------------------------------------------------------------------------------------
+# T6: a sparse imbalanced bag-of-words problem, against the oracle and scikit-learn
+
+
+def bag_of_words(seed, n, d=500, p=0.05, tilt_seed=7):
+    trng = np.random.default_rng(tilt_seed)
+    base = trng.lognormal(0, 1, d)
+    base /= base.sum()
+    tilt = base * trng.lognormal(0, 0.7, d)
+    tilt /= tilt.sum()
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < p, 1, -1)
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        k = rng.poisson(14) + 1
+        probs = tilt if y[i] > 0 else base
+        c, cnt = np.unique(rng.choice(d, k, p=probs), return_counts=True)
+        v = cnt / np.linalg.norm(cnt)
+        rows += [i] * len(c)
+        cols += c.tolist()
+        vals += v.tolist()
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n, d)), y
+
+
+def test_sparse_imbalanced_vs_oracle_and_sklearn_T6():
+    X, y = bag_of_words(0, 5000)
+    Xt, yt = bag_of_words(1, 20000)
+    lam = 1e-4
+    o = auc_surrogate_optimum(X, y, lam)
+    auc_star = auc_score(yt, Xt @ o.coef)
+    m = train_ppd_sg(X, y, eta0=0.5, T0=2500, n_stages=5, gamma=1e3, lam=lam, seed=0)
+    auc = auc_score(yt, Xt @ m.coef)
+    assert auc >= auc_star - 0.005
+    lm = pytest.importorskip("sklearn.linear_model")
+    best = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for C in [0.1, 1, 10, 100]:
+            for cw in [None, "balanced"]:
+                lr = lm.LogisticRegression(C=C, class_weight=cw, max_iter=2000).fit(X, y)
+                best = max(best, auc_score(yt, lr.decision_function(Xt)))
+    assert auc >= best - 0.01
+
+
+# ---------------------------------------------------------------------------------------
+# T7 / T8: stage bookkeeping and schedules
+
+
+def test_stage_bookkeeping_and_schedule_T7_T8():
+    X, y = random_csr(2)
+    seen = []
+    cb = lambda info: seen.append((info["epoch"], info["coef"].copy()))
+    for method in ("sg", "adagrad"):
+        seen.clear()
+        trace = np.full(100000, -1, dtype=np.intp)
+        m = SOLVERS[method](X, y, eta0=0.09, T0=7, gamma=10.0, n_stages=4, seed=1,
+                            callback=cb, _trace=trace)
+        assert m.params["stage_lengths"] == [7, 21, 63, 189]
+        assert m.params["etas"] == pytest.approx([0.09, 0.03, 0.01, 0.01 / 3], rel=1e-15)
+        # T_k - 1 steps per stage, one sample each; the full alpha reset draws nothing
+        assert m.params["n_samples"] == np.sum(trace >= 0) == 6 + 20 + 62 + 188
+        assert [k for k, _ in seen] == [0, 1, 2, 3, 4]
+        np.testing.assert_array_equal(seen[-1][1], m.coef)
+        h = X @ m.coef
+        assert m.params["alpha"] == pytest.approx(h[y < 0].mean() - h[y > 0].mean(),
+                                                  rel=1e-13, abs=1e-15)
+    # the minibatch reset consumes m_k = round(alpha_batch 3^(k-1)) fresh samples (at least)
+    trace = np.full(100000, -1, dtype=np.intp)
+    m = train_ppd_sg(X, y, eta0=0.09, T0=7, n_stages=2, seed=1, alpha_reset="minibatch",
+                     alpha_batch=40, batch_size=2, _trace=trace)
+    assert m.params["n_samples"] >= 2 * (6 + 20) + 40 + 120
+    # eta0 (lam + 1/gamma) >= 1 is rejected
+    with pytest.raises(ValueError, match="eta0"):
+        train_ppd_sg(X, y, eta0=0.5, gamma=1.0, lam=1.0)
+
+
+def test_single_stage_no_prox_is_plain_primal_dual_sgd_T7():
+    X, y = random_csr(3)
+    y = np.where(y > 0, 1.0, -1.0)
+    T = 200
+    trace = np.full(T, -1, dtype=np.intp)
+    m = train_ppd_sg(X, y, eta0=0.05, T0=T, n_stages=1, gamma=None, lam=0.0, seed=2,
+                     _trace=trace)
+    Xd = X.toarray()
+    p = (y > 0).mean()
+    w, a, b, al = np.zeros(X.shape[1]), 0.0, 0.0, 0.0
+    ws, as_ = [w], [a]
+    for i in trace[:T - 1]:
+        c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, p, p * (1 - p))
+        w = w - 0.05 * c * Xd[i]
+        a, b, al = a - 0.05 * ga, b - 0.05 * gb, al + 0.05 * gal
+        ws.append(w)
+        as_.append(a)
+    np.testing.assert_allclose(m.coef, np.mean(ws, axis=0), rtol=1e-13, atol=1e-15)
+    assert m.params["a"] == pytest.approx(np.mean(as_), rel=1e-13)
+
+
+# ---------------------------------------------------------------------------------------
+# T10: unknown p
+
+
+def test_online_p_estimate_T10():
+    X, y = random_csr(4)
+    trace = np.full(100000, -1, dtype=np.intp)
+    m = train_ppd_sg(X, y, eta0=0.05, T0=30, n_stages=3, p="online", seed=5, _trace=trace)
+    drawn = trace[trace >= 0]
+    assert m.params["p_used"] == pytest.approx(np.mean(y[drawn] > 0), rel=1e-14)
+    assert 0.0 <= m.params["pq_used"] <= 1.0
+    # hand-computed 3-sample stream: +, -, + (j = 0, 1, 2)
+    est = OnlineP()
+    est.update(np.array([1.0]))
+    assert (est.p, est.ybar) == (1 - 1e-12, (2 * 0.5 + 1) / 3)
+    assert est.pq == pytest.approx((0.25 + (1 - 2 / 3) ** 2) / 2)
+
+
+# ---------------------------------------------------------------------------------------
+# T11: invariances, determinism, errors
+
+
+@pytest.mark.parametrize("method", ["sg", "adagrad"])
+def test_invariances_T11(method):
+    X, y = random_csr(5)
+    kw = dict(eta0=0.1, T0=40, n_stages=3, gamma=10.0, lam=0.01, seed=9)
+    f = SOLVERS[method]
+    m1 = f(X, y, **kw)
+    m2 = f(X, y, **kw)
+    np.testing.assert_array_equal(m1.coef, m2.coef)
+    for labels in [(y > 0).astype(int), y > 0, np.where(y > 0, "pos", "a_neg")]:
+        np.testing.assert_array_equal(f(X, labels, **kw).coef, m1.coef)
+    Xz = sp.hstack([X, sp.csr_matrix((X.shape[0], 1))]).tocsr()
+    mz = f(Xz, y, **kw)
+    np.testing.assert_array_equal(mz.coef[:-1], m1.coef)
+    assert mz.coef[-1] == 0.0
+    perm = np.random.default_rng(0).permutation(X.shape[1])
+    np.testing.assert_allclose(f(X[:, perm], y, **kw).coef, m1.coef[perm], rtol=1e-12,
+                               atol=1e-15)
+    assert f(X, y, **dict(kw, seed=10)).coef.tolist() != m1.coef.tolist()
+
+
+@pytest.mark.parametrize("method", ["sg", "adagrad"])
+def test_errors(method):
+    X, y = random_csr(6, n=60, d=5)
+    f = SOLVERS[method]
+    with pytest.raises(ValueError, match="y has a single class"):
+        f(X, np.ones(60))
+    with pytest.raises(ValueError, match="y has 3 distinct values"):
+        f(X, np.arange(60) % 3)
+    with pytest.raises(ValueError, match="y has 59 labels"):
+        f(X, y[:59])
+    with pytest.raises(ValueError, match="eta0 must be > 0"):
+        f(X, y, eta0=0.0)
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        f(X, y, gamma=-1.0)
+    with pytest.raises(ValueError, match="p must lie in"):
+        f(X, y, p=1.5)
+    with pytest.raises(ValueError, match="p must be one of"):
+        f(X, y, p="offline")
+    with pytest.raises(ValueError, match="alpha_reset"):
+        f(X, y, alpha_reset="half")
+    with pytest.raises(ValueError, match="n_stages must be >= 1"):
+        f(X, y, n_stages=0)
+    with pytest.raises(ValueError, match="X contains NaN"):
+        Xn = X.copy()
+        Xn.data[0] = np.nan
+        f(Xn, y)
+    with pytest.raises(ValueError, match="eval_set\\[0\\] has 4 features"):
+        f(X, y, eval_set=(X[:, :4], y))
+    with pytest.raises(ValueError, match="eval_set\\[1\\] has a single class"):
+        f(X, y, eval_set=(X, np.ones(60)))
+    with pytest.raises(TypeError, match="callback"):
+        f(X, y, callback=3)
+    if method == "adagrad":
+        with pytest.raises(ValueError, match="delta must be > 0"):
+            f(X, y, delta=0.0)
+
+
+def test_callback_stop_and_history():
+    X, y = random_csr(7)
+    m = train_ppd_sg(X, y, T0=20, n_stages=5, callback=lambda info: info["epoch"] >= 2)
+    assert m.n_epochs == 2 and not m.converged and len(m.history) == 3
+    assert np.isnan(m.history["val_auc"]).all() and np.isnan(m.history["gap"]).all()
+    assert m.history["primal"][0] == 0.0 and m.history["pairwise"][0] == 1.0
