@@ -385,12 +385,12 @@ def test_numpy_twin_replays_minibatch_iterates(loss, b, sampler, cap, f1):
 
 
 def test_minibatch_epochs_comparable_to_serial(f1):
-    """Spec 6 item 15 (loosened): F1 logistic, epochs to 1e-6 for b in {2, 4} within 1.5x
+    """Spec 6 item 15: F1 logistic, epochs to a gap of 1e-6 for b in {2, 4, 8} within 1.5x
     of b = 1 (+1), and b = 32 still converges."""
     X, y = f1
     kw = dict(loss="logistic", variant="exact", tol=1e-6, max_epochs=300)
     e1 = train_adfsdca(X, y, **kw).n_epochs
-    for b in (2, 4):
+    for b in (2, 4, 8):
         m = train_adfsdca(X, y, batch_size=b, **kw)
         assert m.converged and m.n_epochs <= 1.5 * e1 + 1
     assert train_adfsdca(X, y, batch_size=32, **kw).converged

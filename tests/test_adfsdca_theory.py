@@ -218,3 +218,30 @@ def test_adaptive_concentrates_residues_faster():
             kappa = m.dual + _deriv("logistic", X @ m.coef, y)
             q95[name] = np.quantile(np.abs(kappa), 0.95)
     assert q95["exact"] < q95["uniform"]
+
+
+# ---------------------------------------------------------------------------------------
+# edge cases (test 20)
+
+EDGE_METHODS = ((train_dfsdca, {}), (train_dfsdca, dict(sampling="importance")),
+                (train_adfsdca, dict(variant="plus")), (train_adfsdca, dict(variant="exact")))
+
+
+@pytest.mark.parametrize("f,kw", EDGE_METHODS)
+def test_single_row_is_solved_exactly(f, kw):
+    X = sp.csr_matrix(np.array([[0.5, -1.0]]))
+    y = np.array([0.7])
+    m = f(X, y, loss="squared", lam=0.3, tol=1e-12, max_epochs=50, **kw)
+    w = np.linalg.solve(X.T @ X + 0.3 * np.eye(2), X.T @ y)
+    assert m.converged
+    np.testing.assert_allclose(m.coef, w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f,kw", EDGE_METHODS)
+def test_strong_regularisation_converges_quickly_and_01_labels_map(f, kw):
+    from test_adfsdca import make_f1
+    X, y = make_f1(0)
+    m = f(X, y, loss="logistic", lam=1e3, tol=1e-10, max_epochs=50, **kw)
+    assert m.converged and m.n_epochs <= 10
+    m01 = f(X, (y > 0).astype(float), loss="logistic", lam=1e3, tol=1e-10, max_epochs=50, **kw)
+    np.testing.assert_array_equal(m01.coef, m.coef)
