@@ -1,0 +1,11 @@
+"""Spectral risk minimisation (spec seed4, SOREL): spectra, the spectral risk and the
+projection onto the permutahedron.
+
+Order convention: a spectrum sigma weighs the losses sorted ascending, so it is
+nondecreasing, nonnegative and sums to 1; R_sigma(l) = sum_i sigma_i l_[i].
+"""
+from .projection import project_permutahedron
+from .spectra import SPECTRUM_KINDS, check_spectrum, spectral_risk, spectrum
+
+__all__ = ["spectrum", "spectral_risk", "check_spectrum", "project_permutahedron",
+           "SPECTRUM_KINDS"]
