@@ -181,6 +181,10 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 epochs, 10 s")
     ap.add_argument("--replot", action="store_true", help="only redraw the PNGs from --json")
+    ap.add_argument("--exact-on", nargs="+", default=list(EXACT_ON), choices=DATASETS,
+                    help="data sets on which exact adfSDCA and its mini-batches run")
+    ap.add_argument("--merge", action="store_true",
+                    help="update these data sets' runs in an existing --json")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "adfsdca_figures.json"))
     ap.add_argument("--img", default=os.path.join(ROOT, "docs", "img"))
     args = ap.parse_args(argv)
@@ -209,7 +213,7 @@ def main(argv=None):
         for loss in args.losses:
             print(f"{name} ({n} x {X.shape[1]}, nnz {X.nnz}), {loss}:", flush=True)
             curves, styles = {}, {}
-            for label, fn, kw, style in methods(n, name in EXACT_ON):
+            for label, fn, kw, style in methods(n, name in args.exact_on):
                 c = run(fn, X, y, loss, lam, kw, args.epochs, args.tol, args.budget)
                 curves[label], styles[label] = c, style
                 hits = {f"{lv:g}": first_below(c, lv) for lv in (1e-4, 1e-8, 1e-12)}
@@ -220,6 +224,12 @@ def main(argv=None):
             plot(name, loss, args.lam_scale, curves, styles,
                  os.path.join(args.img, f"adfsdca_{name}_{loss}.png"))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    if args.merge and os.path.exists(args.json):
+        with open(args.json) as f:
+            saved = json.load(f)
+        saved["runs"].update(out.pop("runs"))
+        saved.update(out)
+        out = saved
     with open(args.json, "w") as f:
         json.dump(out, f)
     print("wrote", os.path.relpath(args.json))
