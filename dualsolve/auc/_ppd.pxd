@@ -1,7 +1,8 @@
 # cython: language_level=3
 """C-level interface of the stochastic AUC loops (spec seed2): one stage of PPD-SG
-(Algorithm 2, inner loop) and of PPD-AdaGrad (Algorithm 3, composite form of spec 3.5), the
-alpha reset at a stage end, and the per-sample gradients of the saddle function F.
+(Algorithm 2, inner loop), of PPD-AdaGrad (Algorithm 3, composite form of spec 3.5) and of
+the PGA baseline (Algorithm 1, projected; spec 2.1, 3.4), the alpha reset at a stage end,
+and the per-sample gradients of the saddle function F.
 
 Problem, with rows x_i of the CSR matrix X (float32/float64 data, int32/int64 indices, no
 copy), labels y_i in {-1, +1}, h = x.w and p = Pr(y = +1)::
@@ -18,10 +19,12 @@ caught up per feature (``dualsolve._core.lazy``). Minimal use::
     auc_problem_init(&P, n, d, y, lam, inv_gamma, batch_size, w, w0, wsum, last, gsum, batch, coef)
     P.tab = table; P.tab_size = T_cap            # PPD-SG (drift_table_size(T_cap) doubles)
     P.G = G; P.S2 = S2; P.mark = mark; P.delta = delta   # PPD-AdaGrad
+    P.pstamp = st; P.pstamp_lo = st_lo; P.R1 = R1; P.R2 = R2   # PGA
     rng_seed(&P.rng, seed)
     for each stage k:                              # w0, a0, b0, alpha hold the stage start
         ppd_sg_stage(data, indices, indptr, &P, T_k, eta_k, NULL, NULL)
         auc_alpha_reset(data, indices, indptr, &P, m_k)   # m_k = 0: over all n rows
+    # PGA instead: pga_stage(data, indices, indptr, &P, T_k, eta_k, NULL, NULL), no reset
     # w0, a0, b0 = (wbar_K, abar_K, bbar_K); alpha = alphabar_K
 """
 from libc.stdint cimport int64_t
@@ -70,6 +73,10 @@ ctypedef struct AucProblem:
     double* S2                 # d: PPD-AdaGrad squared-gradient sums (work)
     int64_t* mark              # d: PPD-AdaGrad touched marks (work)
     double delta               # PPD-AdaGrad offset of H (> 0)
+    double* pstamp             # d: PGA prefix-sum stamps, high part (work)
+    double* pstamp_lo          # d: PGA prefix-sum stamps, low part (work)
+    double R1                  # PGA radius of the ball on v = (w, a, b) (inf: none)
+    double R2                  # PGA bound on |alpha| (inf: none)
     double a
     double b
     double alpha
@@ -115,6 +122,14 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
 cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                            const index_t* indptr, AucProblem* P, int64_t T, double eta,
                            auc_poll poll, void* ctx) noexcept nogil
+
+# One stage of PGA (Algorithm 1): T steps from (w0, a0, b0, alpha) with step eta, prox
+# center (w0, a0, b0), projections onto ||(w, a, b)|| <= R1 and |alpha| <= R2; on return
+# w0, a0, b0 and alpha hold the averages of the iterates 1..T (the start excluded). Needs
+# eta (lam + inv_gamma) < 1 and pstamp, pstamp_lo. Returns as ppd_sg_stage.
+cdef int pga_stage(const floating* data, const index_t* indices, const index_t* indptr,
+                   AucProblem* P, int64_t T, double eta, auc_poll poll,
+                   void* ctx) noexcept nogil
 
 # alpha <- mean_-(X w0) - mean_+(X w0) over all rows (m = 0) or over m fresh samples (more
 # are drawn until both classes are present).

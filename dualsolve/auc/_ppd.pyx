@@ -21,8 +21,18 @@ stage start (reset every stage)::
     alpha(m) = alpha0 - eta G_al / (delta + sqrt(S2_al)),                  G_al sums -dF/dalpha
 
 A feature's iterates between touches are summed in closed form with the digamma function.
+
+PGA stage (Algorithm 1 of the paper, Rafique et al.'s proximally guided method; spec 2.1,
+3.4): the PPD-SG step followed by the projections onto ||(w, a, b)|| <= R1 and
+|alpha| <= R2, T steps, and the averages of the iterates 1..T (alpha included). The ball
+projection rescales all of w, so per-feature timestamps with constant coefficients do not
+apply; instead w = sigma z + tau w0 (z a ScaledVec with scale sigma): the dense step is
+sigma *= rho, tau = rho tau + beta, the projection scales sigma, tau, a, b, and ||v||^2 =
+sigma^2 ||z||^2 + 2 sigma tau <z, w0> + tau^2 ||w0||^2 + a^2 + b^2 from running sums. The
+stage sum of w is S_j + (sum_t tau_t) w0_j with S_j += z_j (Ps - stamp_j) before z_j changes,
+Ps = sum_t sigma_t kept in double-double so that late (small) increments do not cancel.
 """
-from libc.math cimport sqrt, log1p, NAN
+from libc.math cimport sqrt, log1p, NAN, INFINITY
 from libc.stdint cimport int64_t
 from libc.string cimport memset, memcpy
 from scipy.special.cython_special cimport psi
@@ -33,11 +43,18 @@ import numpy as np
 from dualsolve._core.csr cimport floating, index_t, sparse_dot
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
-                                   drift_flush, drift_table_size)
+                                   drift_flush, drift_table_size, ScaledVec, sv_init,
+                                   sv_scale, sv_dot, sv_add_at, sv_sqnorm, sv_renormalize)
 
 cdef enum:
     AUC_POLL_STEPS = 65536
     ADA_DIRECT_SUM = 16      # gaps up to this many iterates are summed term by term
+
+cdef extern from *:
+    """
+    #define DS_PGA_RENORM 1e-6
+    """
+    const double PGA_RENORM "DS_PGA_RENORM"   # PGA: fold sigma into z below this
 
 
 cdef void auc_problem_init(AucProblem* P, Py_ssize_t n, Py_ssize_t d, const double* y,
@@ -71,6 +88,10 @@ cdef void auc_problem_init(AucProblem* P, Py_ssize_t n, Py_ssize_t d, const doub
     P.S2 = NULL
     P.mark = NULL
     P.delta = 0.0
+    P.pstamp = NULL
+    P.pstamp_lo = NULL
+    P.R1 = INFINITY
+    P.R2 = INFINITY
     P.a = P.b = P.alpha = P.a0 = P.b0 = 0.0
     P.trace = NULL
     P.trace_len = 0
@@ -121,14 +142,54 @@ cdef inline int _poll(auc_poll poll, void* ctx, int64_t t) noexcept nogil:
     return 0
 
 
+cdef inline void _batch_grads(AucProblem* P, double a, double b, double al,
+                              double* sg) noexcept nogil:
+    """Gradients of the step's batch, all at (w, a, b, al): on entry P.coef[k] holds the
+    score h_k = x_k.w of batch row k, on return c_k / |B| (c = dF/dh); sg gets the batch
+    means of (dF/da, dF/db, dF/dalpha)."""
+    cdef Py_ssize_t k, nb = P.batch_size
+    cdef double c, ga, gb, gal, inv_b = 1.0 / nb
+    sg[0] = sg[1] = sg[2] = 0.0
+    for k in range(nb):
+        auc_grads(P.coef[k], P.y[P.batch[k]], a, b, al, P.p, P.pq, &c, &ga, &gb, &gal)
+        P.coef[k] = c * inv_b
+        sg[0] += ga
+        sg[1] += gb
+        sg[2] += gal
+    sg[0] *= inv_b
+    sg[1] *= inv_b
+    sg[2] *= inv_b
+
+
+cdef inline void _scatter(const floating* data, const index_t* indices,
+                          const index_t* indptr, AucProblem* P) noexcept nogil:
+    """gsum += sum_k coef_k x_k over the batch rows (the sparse part of the w-gradient)."""
+    cdef Py_ssize_t k, i, q
+    cdef double c
+    for k in range(P.batch_size):
+        i = P.batch[k]
+        c = P.coef[k]
+        for q in range(indptr[i], indptr[i + 1]):
+            P.gsum[indices[q]] += c * data[q]
+
+
+cdef inline void _scalar_step(const AucProblem* P, double eta, const double* sg, double* a,
+                              double* b, double* al) noexcept nogil:
+    """The simultaneous steps of a, b (pulled toward a0, b0) and alpha (ascent)."""
+    a[0] = a[0] - eta * (sg[0] + (a[0] - P.a0) * P.inv_gamma)
+    b[0] = b[0] - eta * (sg[1] + (b[0] - P.b0) * P.inv_gamma)
+    al[0] = al[0] + eta * sg[2]
+
+
 cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_t* indptr,
                       AucProblem* P, int64_t T, double eta, auc_poll poll,
                       void* ctx) noexcept nogil:
     cdef DriftJIT dj
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, start, j
     cdef int64_t t, tcap
-    cdef double om = eta * (P.lam + P.inv_gamma), inv_b = 1.0 / nb
-    cdef double h, c, ga, gb, gal, sga, sgb, sgal, a, b, al, suma, sumb, gx
+    cdef double om = eta * (P.lam + P.inv_gamma)
+    cdef double sg[3]
+    cdef double a, b, al, suma, sumb, gx
     if P.tab == NULL or P.tab_size < 1:
         return AUC_NO_BUFFER
     tcap = T - 1 if T - 1 < P.tab_size else P.tab_size
@@ -149,21 +210,12 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
             i = P.batch[k]
             for q in range(indptr[i], indptr[i + 1]):
                 drift_catch_up(&dj, indices[q], t)
-        sga = sgb = sgal = 0.0
         for k in range(nb):
             i = P.batch[k]
             start = indptr[i]
-            h = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
-            auc_grads(h, P.y[i], a, b, al, P.p, P.pq, &c, &ga, &gb, &gal)
-            P.coef[k] = c * inv_b
-            sga += ga
-            sgb += gb
-            sgal += gal
-        for k in range(nb):
-            i = P.batch[k]
-            c = P.coef[k]
-            for q in range(indptr[i], indptr[i + 1]):
-                P.gsum[indices[q]] += c * data[q]
+            P.coef[k] = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
+        _batch_grads(P, a, b, al, sg)
+        _scatter(data, indices, indptr, P)
         for k in range(nb):
             i = P.batch[k]
             for q in range(indptr[i], indptr[i + 1]):
@@ -172,13 +224,7 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
                     gx = P.gsum[j]
                     P.gsum[j] = 0.0
                     drift_step(&dj, j, t, -eta * gx)
-        sga *= inv_b
-        sgb *= inv_b
-        sgal *= inv_b
-        # simultaneous updates of the scalars from the values at t
-        a = a - eta * (sga + (a - P.a0) * P.inv_gamma)
-        b = b - eta * (sgb + (b - P.b0) * P.inv_gamma)
-        al = al + eta * sgal
+        _scalar_step(P, eta, sg, &a, &b, &al)              # simultaneous, from the values at t
         suma += a
         sumb += b
         if P.p_mode == AUC_P_ONLINE:
@@ -232,8 +278,9 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                            auc_poll poll, void* ctx) noexcept nogil:
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, start, j
     cdef int64_t m
-    cdef double B = eta * (P.lam + P.inv_gamma), Bab = eta * P.inv_gamma, inv_b = 1.0 / nb
-    cdef double h, c, ga, gb, gal, sga, sgb, sgal, a, b, al, suma = 0.0, sumb = 0.0, g
+    cdef double B = eta * (P.lam + P.inv_gamma), Bab = eta * P.inv_gamma
+    cdef double sg[3]
+    cdef double h, c, sga, sgb, sgal, a, b, al, suma = 0.0, sumb = 0.0, g
     cdef double Ga = 0.0, Gb = 0.0, Gal = 0.0, S2a = 0.0, S2b = 0.0, S2al = 0.0
     cdef double al0 = P.alpha
     if P.G == NULL or P.S2 == NULL or P.mark == NULL or not P.delta > 0.0:
@@ -253,7 +300,6 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
             break
         al = al0 - eta * Gal / (P.delta + sqrt(S2al))
         _draw_batch(P)
-        sga = sgb = sgal = 0.0
         for k in range(nb):
             i = P.batch[k]
             for q in range(indptr[i], indptr[i + 1]):
@@ -263,11 +309,8 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
             h = 0.0
             for q in range(indptr[i], indptr[i + 1]):
                 h += data[q] * _ada_w(P, indices[q], m, eta, B)
-            auc_grads(h, P.y[i], a, b, al, P.p, P.pq, &c, &ga, &gb, &gal)
-            P.coef[k] = c * inv_b
-            sga += ga
-            sgb += gb
-            sgal += gal
+            P.coef[k] = h
+        _batch_grads(P, a, b, al, sg)
         for k in range(nb):
             i = P.batch[k]
             c = P.coef[k]
@@ -285,9 +328,9 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                     P.mark[j] = -1
                     P.G[j] += g
                     P.S2[j] += g * g
-        sga *= inv_b
-        sgb *= inv_b
-        sgal *= inv_b
+        sga = sg[0]
+        sgb = sg[1]
+        sgal = sg[2]
         Ga += sga
         S2a += sga * sga
         Gb += sgb
@@ -306,6 +349,125 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
     P.a0 = P.a = suma / T
     P.b0 = P.b = sumb / T
     P.alpha = al0 - eta * Gal / (P.delta + sqrt(S2al))
+    return AUC_OK
+
+
+cdef inline void _two_sum_add(double* hi, double* lo, double x) noexcept nogil:
+    """(hi + lo) += x in double-double (Knuth's TwoSum; needs IEEE rounding, no fast-math)."""
+    cdef double s = hi[0] + x
+    cdef double bp = s - hi[0]
+    lo[0] += (hi[0] - (s - bp)) + (x - bp)
+    hi[0] = s
+
+
+cdef inline void _pga_touch(AucProblem* P, const ScaledVec* sv, Py_ssize_t j, double Ps,
+                            double Ps_lo) noexcept nogil:
+    """Add sigma_r z_j over the iterates since feature j's stamp to S_j (= P.wsum[j])."""
+    P.wsum[j] += sv.v[j] * ((Ps - P.pstamp[j]) + (Ps_lo - P.pstamp_lo[j]))
+    P.pstamp[j] = Ps
+    P.pstamp_lo[j] = Ps_lo
+
+
+cdef inline double _pga_scale(AucProblem* P, ScaledVec* sv, double f, double* Ps,
+                              double* Ps_lo, double zw0) noexcept nogil:
+    """sigma *= f (f > 0). Before sigma would drop below PGA_RENORM, fold it into z (O(d):
+    S brought up to date, z <- sigma z, sigma = 1, stamps and Ps reset) so that the
+    ScaledVec never renormalises behind the stamps' back. Returns <z, w0> (recomputed
+    exactly after a fold)."""
+    cdef Py_ssize_t j
+    if sv.scale * f < PGA_RENORM:
+        for j in range(P.d):
+            _pga_touch(P, sv, j, Ps[0], Ps_lo[0])
+            P.pstamp[j] = 0.0
+            P.pstamp_lo[j] = 0.0
+        Ps[0] = 0.0
+        Ps_lo[0] = 0.0
+        sv_renormalize(sv)
+        zw0 = 0.0
+        for j in range(P.d):
+            zw0 += sv.v[j] * P.w0[j]
+    sv_scale(sv, f)
+    return zw0
+
+
+cdef int pga_stage(const floating* data, const index_t* indices, const index_t* indptr,
+                   AucProblem* P, int64_t T, double eta, auc_poll poll,
+                   void* ctx) noexcept nogil:
+    cdef ScaledVec sv
+    cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, start, nnz, j
+    cdef int64_t t
+    cdef double rho = 1.0 - eta * (P.lam + P.inv_gamma), beta = eta * P.inv_gamma
+    cdef double sg[3]
+    cdef double a, b, al, suma = 0.0, sumb = 0.0, sumal = 0.0, g, old, nrm2, f
+    cdef double tau = 1.0, Ptau = 0.0, Ps = 0.0, Ps_lo = 0.0, zw0 = 0.0, w0w0 = 0.0
+    cdef double R1sq = P.R1 * P.R1
+    if P.pstamp == NULL or P.pstamp_lo == NULL:
+        return AUC_NO_BUFFER
+    # iterate 0: w = sigma z + tau w0 with z = 0, sigma = tau = 1
+    memset(P.w, 0, d * sizeof(double))
+    memset(P.wsum, 0, d * sizeof(double))
+    memset(P.pstamp, 0, d * sizeof(double))
+    memset(P.pstamp_lo, 0, d * sizeof(double))
+    sv_init(&sv, P.w, d)
+    for j in range(d):
+        w0w0 += P.w0[j] * P.w0[j]
+    a = P.a0
+    b = P.b0
+    al = P.alpha
+    for t in range(T):
+        _draw_batch(P)
+        for k in range(nb):
+            i = P.batch[k]
+            start = indptr[i]
+            nnz = indptr[i + 1] - start
+            P.coef[k] = (sv_dot(&sv, data + start, indices + start, nnz)
+                         + tau * sparse_dot(data + start, indices + start, nnz, P.w0))
+        _batch_grads(P, a, b, al, sg)
+        _scatter(data, indices, indptr, P)
+        # dense part w <- rho w + beta w0, then the sparse part -eta gsum
+        zw0 = _pga_scale(P, &sv, rho, &Ps, &Ps_lo, zw0)
+        tau = rho * tau + beta
+        for k in range(nb):
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                j = indices[q]
+                g = P.gsum[j]
+                if g != 0.0:                           # zero once applied (repeats in B)
+                    P.gsum[j] = 0.0
+                    _pga_touch(P, &sv, j, Ps, Ps_lo)
+                    old = sv.v[j]
+                    sv_add_at(&sv, j, -eta * g)
+                    zw0 += (sv.v[j] - old) * P.w0[j]
+        _scalar_step(P, eta, sg, &a, &b, &al)
+        # projections: v = (w, a, b) onto the R1-ball, alpha onto [-R2, R2]
+        nrm2 = sv_sqnorm(&sv) + 2.0 * sv.scale * tau * zw0 + tau * tau * w0w0 + a * a + b * b
+        if nrm2 > R1sq:
+            f = P.R1 / sqrt(nrm2)
+            zw0 = _pga_scale(P, &sv, f, &Ps, &Ps_lo, zw0)
+            tau *= f
+            a *= f
+            b *= f
+        if al > P.R2:
+            al = P.R2
+        elif al < -P.R2:
+            al = -P.R2
+        # iterate t+1 enters the averages
+        _two_sum_add(&Ps, &Ps_lo, sv.scale)
+        Ptau += tau
+        suma += a
+        sumb += b
+        sumal += al
+        if P.p_mode == AUC_P_ONLINE:
+            _update_p(P)
+        if _poll(poll, ctx, t) != 0:
+            return AUC_STOPPED
+    for j in range(d):
+        _pga_touch(P, &sv, j, Ps, Ps_lo)
+        P.w0[j] = (P.wsum[j] + Ptau * P.w0[j]) / T
+        P.w[j] = P.w0[j]
+    P.a0 = P.a = suma / T
+    P.b0 = P.b = sumb / T
+    P.alpha = sumal / T
     return AUC_OK
 
 
@@ -359,15 +521,19 @@ def grads(double h, double y, double a, double b, double alpha, double p, double
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
          Py_ssize_t n_features, const double[::1] y, str method, etas, Ts, ms, double lam,
          double inv_gamma, double delta, Py_ssize_t batch_size, int p_mode, double p,
-         unsigned long long seed, report, mon, trace=None):
-    """Run the stages on validated arrays. etas, Ts, ms: per-stage step, length (iterates)
-    and alpha-reset sample count (0: all rows). report(k, w, a, b, alpha) is called with
-    the start (k = 0) and after every stage's alpha reset and returns True to stop; mon
-    gets ``error`` set on Ctrl-C mid-stage. Returns (w, a, b, alpha, stages_done,
-    n_samples, p_estimate, pq_estimate)."""
+         unsigned long long seed, report, mon, trace=None, double R1=INFINITY,
+         double R2=INFINITY):
+    """Run the stages on validated arrays. method: "sg", "adagrad" or "pga". etas, Ts, ms:
+    per-stage step, length (iterates; PGA: steps) and alpha-reset sample count (0: all
+    rows; PGA averages alpha instead of resetting it). R1, R2: PGA's radii.
+    report(k, w, a, b, alpha) is called with the start (k = 0) and after every stage (and
+    its alpha reset) and returns True to stop; mon gets ``error`` set on Ctrl-C mid-stage.
+    Returns (w, a, b, alpha, stages_done, n_samples, p_estimate, pq_estimate, stopped)."""
     cdef Py_ssize_t n = y.shape[0], d = n_features, K = len(etas), k
     if indptr.shape[0] != n + 1:
         raise ValueError("inconsistent shapes")
+    if method not in ("sg", "adagrad", "pga"):
+        raise ValueError(f"unknown method {method!r}")
     cdef AucProblem P
     dd = max(d, 1)
     w = np.zeros(dd)
@@ -386,14 +552,21 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     if p_mode == AUC_P_FIXED:
         P.p = p
         P.pq = p * (1.0 - p)
-    cdef double[::1] tabv, Gv, S2v
+    cdef double[::1] tabv, Gv, S2v, stv, stlv
     cdef int64_t[::1] mkv
     cdef int64_t tmax = max(int(T) for T in Ts) - 1
     if method == "sg":
         P.tab_size = max(1, min(tmax, max(d, 4096)))
         tabv = np.zeros(drift_table_size(P.tab_size))
         P.tab = &tabv[0]
-    else:
+    elif method == "pga":
+        stv = np.zeros(dd)
+        stlv = np.zeros(dd)
+        P.pstamp = &stv[0]
+        P.pstamp_lo = &stlv[0]
+        P.R1 = R1
+        P.R2 = R2
+    elif method == "adagrad":
         Gv = np.zeros(dd)
         S2v = np.zeros(dd)
         mkv = np.zeros(dd, dtype=np.int64)
@@ -411,7 +584,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef int status = AUC_OK
     cdef int64_t T, m
     cdef double eta
-    cdef bint sg = method == "sg"
+    cdef int kind = 0 if method == "sg" else (1 if method == "adagrad" else 2)
     done = 0
     if not report(0, w0[:d], P.a0, P.b0, P.alpha):
         for k in range(K):
@@ -419,13 +592,16 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
             T = Ts[k]
             m = ms[k]
             with nogil:
-                if sg:
+                if kind == 0:
                     status = ppd_sg_stage(&data[0], &indices[0], &indptr[0], &P, T, eta,
                                           _python_poll, <void*>mon)
-                else:
+                elif kind == 1:
                     status = ppd_adagrad_stage(&data[0], &indices[0], &indptr[0], &P, T, eta,
                                                _python_poll, <void*>mon)
-                if status == AUC_OK:
+                else:
+                    status = pga_stage(&data[0], &indices[0], &indptr[0], &P, T, eta,
+                                       _python_poll, <void*>mon)
+                if status == AUC_OK and kind != 2:
                     auc_alpha_reset(&data[0], &indices[0], &indptr[0], &P, m)
             if status == AUC_NO_BUFFER:
                 raise MemoryError("AUC solver: a work buffer is missing")

@@ -1,5 +1,7 @@
 """``train_ppd_sg`` and ``train_ppd_adagrad``: stagewise proximal primal-dual stochastic AUC
-maximisation for a linear model (Liu, Yuan, Ying, Yang 2020; spec seed2).
+maximisation for a linear model (Liu, Yuan, Ying, Yang 2020; spec seed2), and the paper's
+baselines ``train_pga`` (Rafique et al.'s proximally guided method, Algorithm 1) and
+``train_solam``.
 
 Validation, schedules, monitoring and the Model live here; the loops are in ``_ppd.pyx``.
 """
@@ -40,7 +42,9 @@ _OBJECTIVE = """
     with ``a = mean_+(Xw)``, ``b = mean_-(Xw)``, ``alpha = b - a`` at the optimum (exactly
     ``dualsolve.auc_surrogate_optimum``). Only one sample is needed per step; no pairs.
     No intercept (P_n is invariant to a shift of the scores; a and b absorb it).
+"""
 
+_STAGES = """
     Stages k = 1..n_stages, with ``eta_k = eta0 / decay^(k-1)`` and
     ``T_k = round(T0 growth^(k-1))`` (stage 1 runs at eta0, T0): stage k starts at and is
     pulled toward its reference point ``v0 = (wbar_{k-1}, abar_{k-1}, bbar_{k-1})`` by the
@@ -188,9 +192,20 @@ def _check_trace(_trace):
         raise TypeError("_trace must be a 1-D contiguous intp array")
 
 
+def _check_radius(v, name):
+    if v is None:
+        return math.inf
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a real number or None; got {type(v).__name__}")
+    v = float(v)
+    if math.isnan(v) or v <= 0:
+        raise ValueError(f"{name} must be > 0 (or None / inf for no projection); got {v}")
+    return v
+
+
 def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, delta,
            batch_size, p, alpha_reset, alpha_batch, seed, verbose, callback, eval_set,
-           _trace):
+           _trace, R1=None, R2=None, return_="last_stage"):
     Xc = check_csr(X)
     n, d = Xc.shape
     y_pm, classes = check_labels(y, n, "binary")
@@ -211,11 +226,19 @@ def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, 
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     val = _check_eval_set(eval_set, d, classes)
-    etas = [eta0 / decay ** k for k in range(n_stages)]
-    Ts = [max(1, int(round(T0 * growth ** k))) for k in range(n_stages)]
-    ms = ([0] * n_stages if alpha_reset == "full"
-          else [max(1, int(round(alpha_batch * growth ** k))) for k in range(n_stages)])
-    if method == "sg" and eta0 * (lam + inv_gamma) >= 1.0:
+    R1 = _check_radius(R1, "R1")
+    R2 = _check_radius(R2, "R2")
+    check_choice(return_, "return_", ("last_stage", "random"))
+    if method == "pga":                    # Algorithm 1: polynomial schedule, no reset
+        etas = [eta0 / k for k in range(1, n_stages + 1)]
+        Ts = [T0 * k * k for k in range(1, n_stages + 1)]
+        ms = [0] * n_stages
+    else:
+        etas = [eta0 / decay ** k for k in range(n_stages)]
+        Ts = [max(1, int(round(T0 * growth ** k))) for k in range(n_stages)]
+        ms = ([0] * n_stages if alpha_reset == "full"
+              else [max(1, int(round(alpha_batch * growth ** k))) for k in range(n_stages)])
+    if method in ("sg", "pga") and eta0 * (lam + inv_gamma) >= 1.0:
         raise ValueError(f"eta0 * (lam + 1/gamma) = {eta0 * (lam + inv_gamma):.6g} must be "
                          "< 1 (the pull toward the reference point would overshoot); "
                          "lower eta0 or raise gamma")
@@ -230,17 +253,36 @@ def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, 
     Xs = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape, copy=False)
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + _HISTORY_EXTRA)
     report = _make_report(Xs, pos, lam, val, mon)
+    # PGA's theory returns the average of a stage tau drawn uniformly from 1..K (from its
+    # own generator, so the sample stream does not depend on return_)
+    tau = (int(np.random.default_rng(seed).integers(1, n_stages + 1))
+           if return_ == "random" else n_stages)
+    snap = {}
+
+    def report_keep(k, w, a, b, alpha):
+        if 0 < k <= tau:                   # stage tau, or the last one run before a stop
+            snap.update(coef=w.copy(), a=a, b=b, alpha=alpha, k=k)
+        return report(k, w, a, b, alpha)
+
     _check_trace(_trace)
     w, a, b, alpha, done, n_samples, p_fin, pq_fin, stopped = _ppd._fit(
         Xc.data, Xc.indices, _indptr(Xc), d, y_pm, method, etas, Ts, ms, lam, inv_gamma,
-        delta, batch_size, p_mode, p_val, seed, report, mon, _trace)
+        delta, batch_size, p_mode, p_val, seed, report_keep if return_ == "random" else report,
+        mon, _trace, R1, R2)
     if mon.error is not None:
         raise mon.error
-    params = dict(eta0=eta0, T0=T0, gamma=gamma, n_stages=n_stages, decay=decay,
-                  growth=growth, lam=lam, batch_size=batch_size, p=p, alpha_reset=alpha_reset,
-                  alpha_batch=alpha_batch, seed=seed, etas=etas, stage_lengths=Ts,
+    if snap:
+        w, a, b, alpha = snap["coef"], snap["a"], snap["b"], snap["alpha"]
+    params = dict(eta0=eta0, T0=T0, gamma=gamma, n_stages=n_stages, lam=lam,
+                  batch_size=batch_size, p=p, seed=seed, etas=etas, stage_lengths=Ts,
                   a=float(a), b=float(b), alpha=float(alpha), n_samples=int(n_samples),
                   p_used=float(p_fin), pq_used=float(pq_fin))
+    if method == "pga":
+        params.update(R1=R1, R2=R2, return_=return_,
+                      stage_returned=snap["k"] if snap else done)
+    else:
+        params.update(decay=decay, growth=growth, alpha_reset=alpha_reset,
+                      alpha_batch=alpha_batch)
     if method == "adagrad":
         params["delta"] = delta
     return Model(coef=w, history=make_history(mon.rows, extra_fields=_HISTORY_EXTRA),
@@ -258,7 +300,7 @@ def train_ppd_sg(X, y, *, eta0=0.1, T0=None, gamma=1e3, n_stages=5, decay=3.0, g
 
 train_ppd_sg.__doc__ = """Stochastic AUC maximisation by PPD-SG, the proximal primal-dual
     stochastic gradient method (Algorithm 2 of Liu et al. 2020; spec seed2 section 2.2).
-""" + _OBJECTIVE + """
+""" + _OBJECTIVE + _STAGES + """
     Step t of stage k on a batch B, every gradient of F at ``(w_t, a_t, b_t, alpha_t)``::
 
         w_{t+1}     = w_t - eta_k (mean_B grad_w F + lam w_t + (w_t - w0)/gamma)
@@ -285,7 +327,7 @@ def train_ppd_adagrad(X, y, *, eta0=0.5, T0=None, gamma=1e3, n_stages=5, decay=3
 train_ppd_adagrad.__doc__ = """Stochastic AUC maximisation by PPD-AdaGrad (Algorithm 3 of Liu
     et al. 2020 inside Algorithm 2's stages; spec seed2 sections 2.3 and 3.5, the sparse
     "composite" form).
-""" + _OBJECTIVE + """
+""" + _OBJECTIVE + _STAGES + """
     Within stage k, AdaGrad in dual-averaging form centred at the stage start
     ``u0 = (w0, a0, b0, alpha0)``, with the proximal and L2 terms kept exact inside the
     step: after m steps, with ``G_j`` the sum of the F-gradients (batch means) of
@@ -304,6 +346,86 @@ train_ppd_adagrad.__doc__ = """Stochastic AUC maximisation by PPD-AdaGrad (Algor
 """ + _COMMON_PARAMS + """    delta : float > 0
         Offset of the AdaGrad scaling ``H = delta I + diag(s)``.
 """ + _RETURNS
+
+
+def train_pga(X, y, *, eta0=0.1, T0=None, gamma=1e3, n_stages=5, lam=0.0, R1=None, R2=None,
+              batch_size=1, p=None, return_="last_stage", seed=0, verbose=0, callback=None,
+              eval_set=None, _trace=None):
+    return _train("pga", "pga", X, y, eta0, T0, gamma, n_stages, 1.0, 1.0, lam, 0.0,
+                  batch_size, p, "full", 1, seed, verbose, callback, eval_set, _trace,
+                  R1=R1, R2=R2, return_=return_)
+
+
+train_pga.__doc__ = """Stochastic AUC maximisation by PGA, the proximally guided stochastic
+    primal-dual method of Rafique, Liu, Lin & Yang (2018) as run by Liu et al. (2020,
+    Algorithm 1; spec seed2 section 2.1): the paper's baseline for PPD-SG.
+""" + _OBJECTIVE + """
+    Stages k = 1..n_stages with the polynomial schedule of Algorithm 1,
+    ``eta_k = eta0 / k`` and ``T_k = T0 k^2``. Stage k starts at its reference point
+    ``v0 = vbar_{k-1} = (wbar_{k-1}, abar_{k-1}, bbar_{k-1})`` and ``alphabar_{k-1}``
+    (all zero for k = 1) and makes T_k projected steps; step t on a batch B, every
+    gradient of F at ``(w_t, a_t, b_t, alpha_t)``::
+
+        v'          = v_t - eta_k (mean_B grad_v F + (lam w_t, 0, 0) + (v_t - v0)/gamma)
+        v_{t+1}     = v' min(1, R1 / ||v'||)             (ball on all of v = (w, a, b))
+        alpha_{t+1} = clip(alpha_t + eta_k mean_B dF/dalpha, -R2, R2)
+
+    ``vbar_k`` and ``alphabar_k`` are the averages of the T_k iterates 1..T_k (the start
+    excluded). Unlike PPD-SG, alpha is averaged and carried into the next stage (no reset
+    to its maximiser), the steps decay polynomially and the projections are kept.
+
+    Choices of dualsolve (the paper leaves them open):
+
+    - The L2 term ``(lam/2)||w||^2`` (spec 1.3) is added to the gradient of w; with
+      lam = 0 this is exactly Algorithm 1.
+    - ``R1 = R2 = None`` (the default) means no projection. The paper adds the balls
+      only for its analysis ("as long as R1 and R2 are sufficiently large, they should
+      not affect the solution") and reports no values.
+    - Output: the last stage (``return_="last_stage"``, default, as PPD-SG), or
+      Algorithm 1's ``vbar_tau`` with tau uniform in 1..n_stages
+      (``return_="random"``; tau comes from ``numpy.random.default_rng(seed)``, apart
+      from the sample stream). All stages run and are recorded in the history either
+      way; ``params["stage_returned"]`` is the stage returned.
+    - Mini-batches (``batch_size``; the paper's experiments use 128), ``p`` and the
+      sampling (uniform with replacement) are as in ``train_ppd_sg``.
+
+    Every step costs O(nnz of the sampled rows): w is kept as ``sigma z + tau w0``,
+    so the pull toward w0, the L2 shrink and the ball projection are O(1) updates of the
+    scalars sigma and tau; ``||v||`` comes from running sums; the stage average is kept
+    per feature with a prefix sum of sigma (double-double). sigma is folded into z
+    (O(n_features)) when it falls below 1e-6, i.e. after about
+    ``14 / (eta_k (lam + 1/gamma))`` steps without projections; a stage end costs
+    O(n_features). Requires ``eta0 (lam + 1/gamma) < 1``.
+
+    Parameters
+    ----------
+    X, y : as in ``train_ppd_sg``
+    eta0 : float > 0
+        Step size of stage 1 (stage k: eta0 / k).
+    T0 : int >= 1, optional
+        Steps of stage 1 (stage k: T0 k^2 steps of ``batch_size`` samples); default
+        ``ceil(n / batch_size)``.
+    gamma : float > 0 or None
+        Proximal parameter (None / inf: no proximal term).
+    n_stages : int >= 1
+    lam : float >= 0
+        L2 strength on w.
+    R1 : float > 0 or None
+        Radius of the ball on ``v = (w, a, b)``; None: no projection.
+    R2 : float > 0 or None
+        Bound on ``|alpha|``; None: no projection.
+    batch_size, p, seed, verbose, callback, eval_set : as in ``train_ppd_sg``
+    return_ : {"last_stage", "random"}
+
+    Returns
+    -------
+    Model
+        ``coef`` = the returned stage's wbar; ``params`` holds its ``a``, ``b``, ``alpha``
+        (stage averages), ``stage_returned``, the settings, ``etas`` and
+        ``stage_lengths`` (T_k: steps, and iterates averaged), ``n_samples``,
+        ``p_used``; ``history`` as in ``train_ppd_sg`` (one row per stage, the last
+        stage's row last, whichever stage is returned). ``converged`` = all stages ran.
+"""
 
 
 def train_solam(X, y, *, zeta=0.1, R=10.0, n_epochs=5, seed=0, verbose=0, callback=None,
