@@ -31,7 +31,8 @@ from .primal_dual import (train_bpd, train_ada_bpd, train_df_bpd, train_spdc, tr
 from .adfsdca import train_dfsdca, train_adfsdca
 from .auc import (train_ppd_sg, train_ppd_adagrad, train_solam, train_pga, auc_score,
                   auc_surrogate_optimum, auc_surrogate_objective)
-from .spectral import spectrum, spectral_risk, check_spectrum, project_permutahedron
+from .spectral import (spectrum, spectral_risk, check_spectrum, project_permutahedron, train_sorel,
+                       spectral_reference, SpectralReference, spectral_objective)
 from . import datasets
 
 __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
@@ -39,6 +40,7 @@ __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment"
            "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha", "train_dfsdca",
            "train_adfsdca", "train_ppd_sg", "train_ppd_adagrad", "train_solam", "train_pga", "auc_score",
            "auc_surrogate_optimum", "auc_surrogate_objective", "spectrum", "spectral_risk",
-           "check_spectrum", "project_permutahedron", "Model",
+           "check_spectrum", "project_permutahedron", "train_sorel", "spectral_reference",
+           "SpectralReference", "spectral_objective", "Model",
            "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
            "ConvergenceWarning", "get_include", "__version__"]

@@ -202,3 +202,32 @@ def spectral_risk(losses, sigma):
         raise ValueError("losses must be non-empty")
     s = check_spectrum(sigma, l.shape[0])
     return float(np.dot(s, np.sort(l)))
+
+
+def resolve_spectrum(spectrum_arg, n, param=None, *, name="spectrum"):
+    """Turn a solver's ``spectrum`` argument into a checked float64 spectrum of length n.
+
+    ``spectrum_arg`` is either a kind accepted by :func:`spectrum` (with ``param``, the
+    ``spectrum_param`` of the solvers) or an explicit weight vector, which must already be
+    a spectrum (:func:`check_spectrum`: nonnegative, nondecreasing, sum 1; nothing is
+    repaired). Errors name ``name`` / ``spectrum_param``.
+    """
+    if isinstance(spectrum_arg, str):
+        try:
+            return spectrum(spectrum_arg, n, param)
+        except (TypeError, ValueError) as exc:
+            msg = str(exc).replace("param (", "spectrum_param (").replace(
+                "takes no param", "takes no spectrum_param").replace("kind must", f"{name} must")
+            raise type(exc)(msg) from None
+    if param is not None:
+        raise ValueError(f"spectrum_param applies to a named {name} only; "
+                         f"got an explicit weight vector and spectrum_param={param!r}")
+    try:
+        return check_spectrum(spectrum_arg, n)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        if "sigma" in msg:
+            msg = msg.replace("sigma", name)
+        else:
+            msg = f"{name}: {msg}"
+        raise type(exc)(msg) from None
