@@ -126,15 +126,26 @@ def references():
 # kernel mixup family (spec seed0): NumPy oracles in tests/helpers/mixup_reference.py
 
 
-@pytest.fixture(scope="session")
-def mixup_ref():
-    """The module tests/helpers/mixup_reference.py: slow MixupSDCA twin, L-BFGS / QP /
-    scikit-learn references and small real-data problems (tests run in importlib mode, so
-    helpers are loaded by path)."""
+def _helper_module(name):
+    """tests/helpers/<name>.py, loaded by path (tests run in importlib mode, so test files
+    cannot import each other or the helpers folder)."""
     import importlib.util
     import pathlib
-    path = pathlib.Path(__file__).parent / "helpers" / "mixup_reference.py"
-    spec = importlib.util.spec_from_file_location("dualsolve_tests_mixup_reference", path)
+    path = pathlib.Path(__file__).parent / "helpers" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"dualsolve_tests_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def mixup_ref():
+    """The module tests/helpers/mixup_reference.py: slow MixupSDCA twin, L-BFGS / QP /
+    scikit-learn references and small real-data problems."""
+    return _helper_module("mixup_reference")
+
+
+@pytest.fixture(scope="session")
+def adf_fixtures():
+    """The module tests/helpers/adfsdca_fixtures.py: the spec's F1 and F3 problems."""
+    return _helper_module("adfsdca_fixtures")

@@ -27,44 +27,19 @@ LTILDE = {"logistic": 0.25, "squared": 1.0}
 # fixtures of the spec (section 6), built with NumPy
 
 
-def _labels(rng, X):
-    w_true = rng.standard_normal(X.shape[1])
-    y = np.sign(X @ w_true + 0.3 * rng.standard_normal(X.shape[0]))
-    y[y == 0] = 1.0
-    return y
-
-
-def make_f1(seed=0, unit=False, n=200, d=20):
-    """F1: dense Gaussian, 50% zeros, row norms log-uniform in [0.1, 10] (F2: unit norms)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
-    X[np.abs(X).sum(axis=1) == 0, 0] = 1.0
-    norms = np.ones(n) if unit else 10.0 ** rng.uniform(-1, 1, size=n)
-    X *= (norms / np.linalg.norm(X, axis=1))[:, None]
-    return sp.csr_matrix(X), _labels(rng, X)
-
-
-def make_f3(seed=0, n=2000, d=100):
-    """F3: w8a-like binary sparse rows, densities uniform in [2%, 20%]."""
-    rng = np.random.default_rng(seed)
-    dens = rng.uniform(0.02, 0.2, size=n)
-    X = (rng.random((n, d)) < dens[:, None]).astype(np.float64)
-    return sp.csr_matrix(X), _labels(rng, X)
+@pytest.fixture(scope="module")
+def f1(adf_fixtures):
+    return adf_fixtures.make_f1(0)
 
 
 @pytest.fixture(scope="module")
-def f1():
-    return make_f1(0)
+def f2(adf_fixtures):
+    return adf_fixtures.make_f1(1, unit=True)
 
 
 @pytest.fixture(scope="module")
-def f2():
-    return make_f1(1, unit=True)
-
-
-@pytest.fixture(scope="module")
-def f3():
-    return make_f3(2)
+def f3(adf_fixtures):
+    return adf_fixtures.make_f3(2)
 
 
 def _deriv(loss, z, y):
@@ -305,10 +280,10 @@ def test_sampled_coordinates_follow_the_intended_law(f1):
     assert chisquare(counts).pvalue < 1e-6          # and not uniform
 
 
-def test_plus_never_draws_zero_residue_rows():
+def test_plus_never_draws_zero_residue_rows(adf_fixtures):
     """Rows whose residue is zero at the epoch start are not sampled in that epoch: with
     squared loss and a row with y = 0 and x = 0, kappa stays 0 for that row."""
-    X, y = make_f1(4, n=50, d=5)
+    X, y = adf_fixtures.make_f1(4, n=50, d=5)
     X = X.toarray()
     X[7] = 0.0
     y = y.copy()
@@ -393,8 +368,8 @@ def test_check_every_and_history_shape(f1):
     assert checked.tolist() == [True, False, False, True, False, False, True, True]
 
 
-def test_zero_row_and_duplicate_row(references):
-    X, y = make_f1(6, n=60, d=8)
+def test_zero_row_and_duplicate_row(references, adf_fixtures):
+    X, y = adf_fixtures.make_f1(6, n=60, d=8)
     A = X.toarray()
     A[5] = 0.0
     A[9] = A[10]

@@ -17,19 +17,17 @@ from dualsolve._core.sampler import alg3_components, minibatch_draw, waterfill
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.adfsdca import train_adfsdca
 
-from test_adfsdca import make_f1
-
 LTILDE = {"logistic": 0.25, "squared": 1.0}
 
 
 @pytest.fixture(scope="module")
-def f1():
-    return make_f1(0)
+def f1(adf_fixtures):
+    return adf_fixtures.make_f1(0)
 
 
 @pytest.fixture(scope="module")
-def f2():
-    return make_f1(1, unit=True)
+def f2(adf_fixtures):
+    return adf_fixtures.make_f1(1, unit=True)
 
 
 def _quiet(f, *a, **kw):
@@ -396,10 +394,10 @@ def test_minibatch_epochs_comparable_to_serial(f1):
     assert train_adfsdca(X, y, batch_size=32, **kw).converged
 
 
-def test_minibatch_zero_residue_rows_and_fewer_nonzero_than_b():
+def test_minibatch_zero_residue_rows_and_fewer_nonzero_than_b(adf_fixtures):
     """A row with x = 0 and y = 0 (squared loss) keeps kappa = 0 and is never sampled; a
     problem whose n - 1 nonzero residues are fewer than b = n samples b_eff = n - 1."""
-    X, y = make_f1(4, n=12, d=5)
+    X, y = adf_fixtures.make_f1(4, n=12, d=5)
     A = X.toarray()
     A[7] = 0.0
     y = y.copy()

@@ -95,11 +95,10 @@ def test_lemma2_optimal_probabilities_maximise_theta():
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
-def test_theta_bounds_and_the_ordering_of_fixed_steps(loss):
+def test_theta_bounds_and_the_ordering_of_fixed_steps(loss, adf_fixtures):
     """theta_unif <= theta_IS = theta* <= theta(t) <= 1 along exact adfSDCA iterates, and the
     fixed steps the solvers report are theta_unif and theta_IS."""
-    from test_adfsdca import make_f1
-    X, y = make_f1(4)
+    X, y = adf_fixtures.make_f1(4)
     n = X.shape[0]
     lam = 1.0 / n
     lt = LTILDE[loss]
@@ -205,9 +204,8 @@ def test_minibatch_step_contracts_only_with_the_eso_factor():
 # residue concentration (test 16, the paper's Figure 4)
 
 
-def test_adaptive_concentrates_residues_faster():
-    from test_adfsdca import make_f1
-    X, y = make_f1(1, unit=True)
+def test_adaptive_concentrates_residues_faster(adf_fixtures):
+    X, y = adf_fixtures.make_f1(1, unit=True)
     n = X.shape[0]
     q95 = {}
     with warnings.catch_warnings():
@@ -238,9 +236,8 @@ def test_single_row_is_solved_exactly(f, kw):
 
 
 @pytest.mark.parametrize("f,kw", EDGE_METHODS)
-def test_strong_regularisation_converges_quickly_and_01_labels_map(f, kw):
-    from test_adfsdca import make_f1
-    X, y = make_f1(0)
+def test_strong_regularisation_converges_quickly_and_01_labels_map(f, kw, adf_fixtures):
+    X, y = adf_fixtures.make_f1(0)
     m = f(X, y, loss="logistic", lam=1e3, tol=1e-10, max_epochs=50, **kw)
     assert m.converged and m.n_epochs <= 10
     m01 = f(X, (y > 0).astype(float), loss="logistic", lam=1e3, tol=1e-10, max_epochs=50, **kw)
