@@ -6,6 +6,7 @@ baselines ``train_pga`` (Rafique et al.'s proximally guided method, Algorithm 1)
 Validation, schedules, monitoring and the Model live here; the loops are in ``_ppd.pyx``.
 """
 import math
+import warnings
 import numbers
 
 import numpy as np
@@ -13,7 +14,7 @@ import scipy.sparse as sp
 
 from .._monitor import EpochMonitor
 from .._validation import (check_csr, check_labels, check_positive, check_int, check_seed,
-                           check_choice)
+                           check_choice, ConvergenceWarning)
 from ..model import Model, make_history
 from . import _ppd, _solam
 from .metrics import auc_score
@@ -163,14 +164,23 @@ def _check_p(p):
     return p
 
 
-def _make_report(Xs, pos, lam, val, mon):
-    """The per-stage (per-epoch) report: exact J and P_n of w, validation AUC, monitor."""
+def _make_report(Xs, pos, lam, val, mon, solver):
+    """The per-stage (per-epoch) report: exact J and P_n of w, validation AUC, monitor.
+    Stops the run with a warning when w is no longer finite or J overflows (a step size
+    too large for the data), instead of carrying on with meaningless iterates."""
     p = float(pos.mean())
     pq = p * (1.0 - p)
 
     def report(k, w, a, b, alpha):
-        Pn = pairwise_from_scores(Xs @ w, pos)
-        J = pq * (Pn - 1.0) + 0.5 * lam * float(w @ w)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.isfinite(w).all())
+            Pn = pairwise_from_scores(Xs @ w, pos) if finite else np.inf
+            J = pq * (Pn - 1.0) + 0.5 * lam * float(w @ w) if finite else np.inf
+        if not math.isfinite(J):
+            mon.report(k, J, np.nan, np.nan, Pn, np.nan)
+            warnings.warn(f"train_{solver} diverged at stage/epoch {k} (objective {J:.3g}); "
+                          "decrease eta0 (or zeta for SOLAM)", ConvergenceWarning, stacklevel=4)
+            return True
         vauc = auc_score(val[1], val[0] @ w) if val is not None else np.nan
         view = w.view()
         view.flags.writeable = False
@@ -252,7 +262,7 @@ def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, 
         p_mode, p_val = _P_FIXED, p
     Xs = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape, copy=False)
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + _HISTORY_EXTRA)
-    report = _make_report(Xs, pos, lam, val, mon)
+    report = _make_report(Xs, pos, lam, val, mon, solver)
     # PGA's theory returns the average of a stage tau drawn uniformly from 1..K (from its
     # own generator, so the sample stream does not depend on return_)
     tau = (int(np.random.default_rng(seed).integers(1, n_stages + 1))
@@ -482,7 +492,7 @@ def train_solam(X, y, *, zeta=0.1, R=10.0, n_epochs=5, seed=0, verbose=0, callba
     pos = y_pm > 0
     Xs = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape, copy=False)
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + _HISTORY_EXTRA)
-    report = _make_report(Xs, pos, 0.0, val, mon)
+    report = _make_report(Xs, pos, 0.0, val, mon, "solam")
     w, a, b, alpha, done, p_hat = _solam._fit(Xc.data, Xc.indices, _indptr(Xc), d, y_pm, zeta,
                                               R, kappa, n_epochs, seed, report, _trace)
     if mon.error is not None:
