@@ -200,3 +200,20 @@ def warn_not_converged(solver, n_epochs, gap, tol_abs):
     warnings.warn(f"{solver} stopped after max_epochs={n_epochs} with duality gap {gap:.3e} "
                   f"> tol * P(0) = {tol_abs:.3e}; increase max_epochs or tol",
                   ConvergenceWarning, stacklevel=3)
+
+
+def check_loss_and_labels(loss, smoothing, allowed, y, n_samples, solver, why=""):
+    """Validate a loss name among ``allowed`` (and ``smoothing``, for the smoothed hinge
+    only), then the labels for it: real targets for ``"squared"``, two classes otherwise.
+    Returns ``(loss, param, y_checked, classes)`` with ``(loss, param)`` from the loss table."""
+    from ._core import losses as _losses
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {list(allowed)}; got {type(loss).__name__}")
+    if loss not in allowed:
+        raise ValueError(f"unknown loss {loss!r} for {solver}: loss must be one of "
+                         f"{list(allowed)}" + (f" ({why})" if why else ""))
+    if smoothing is not None and loss != "smooth_hinge":
+        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
+    loss, param = _losses.check_loss(loss, smoothing)
+    y_checked, classes = check_labels(y, n_samples, "regression" if loss == "squared" else "binary")
+    return loss, param, y_checked, classes

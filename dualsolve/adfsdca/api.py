@@ -7,8 +7,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._core import losses as _losses
-from .._validation import (ConvergenceWarning, check_csr, check_labels, check_positive, check_int, check_seed,
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
                            check_choice, warn_not_converged)
 from ..model import Model, make_history, warm_start_dual
 from . import _dfsdca
@@ -92,17 +91,8 @@ _RETURNS = """
 def _setup(X, y, loss, lam, smoothing, tol, max_epochs, check_every, seed, callback):
     Xc = check_csr(X)
     n, d = Xc.shape
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(_SMOOTH_LOSSES)}; "
-                        f"got {type(loss).__name__}")
-    if loss not in _SMOOTH_LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; expected one of {list(_SMOOTH_LOSSES)} "
-                         "(dual-free SDCA needs a smooth loss)")
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    loss, param = _losses.check_loss(loss, smoothing)
-    task = "regression" if loss == "squared" else "binary"
-    y_int, classes = check_labels(y, n, task)
+    loss, param, y_int, classes = check_loss_and_labels(
+        loss, smoothing, _SMOOTH_LOSSES, y, n, "dual-free SDCA", "it needs a smooth loss")
     lam = 1.0 / n if lam is None else check_positive(lam, "lam")
     tol = check_positive(tol, "tol", allow_zero=True)
     max_epochs = check_int(max_epochs, "max_epochs", 0)

@@ -15,8 +15,7 @@ import warnings
 
 import numpy as np
 
-from .._core import losses as _losses
-from .._validation import (check_csr, check_labels, check_positive, check_int, check_seed,
+from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
                            check_choice, ConvergenceWarning)
 from ..model import Model, make_history
 from . import _svrg
@@ -39,16 +38,9 @@ def _common(solver, X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed
             warm_start):
     Xc = check_csr(X)
     n, d = Xc.shape
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(_LOSSES)}; got {type(loss).__name__}")
-    if loss not in _LOSSES:
-        raise ValueError(f"unknown loss {loss!r} for {solver}; expected one of {list(_LOSSES)} "
-                         "(variance-reduced gradient methods need a smooth loss)")
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    loss, param = _losses.check_loss(loss, smoothing)
-    task = "regression" if loss == "squared" else "binary"
-    b, classes = check_labels(y, n, task)
+    loss, param, b, classes = check_loss_and_labels(
+        loss, smoothing, _LOSSES, y, n, solver,
+        "variance-reduced gradient methods need a smooth loss")
     lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     inner = 2 * n if inner is None else check_int(inner, "inner", 1)

@@ -32,7 +32,7 @@ import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
 from .._monitor import EpochMonitor
-from .._validation import (ConvergenceWarning, check_csr, check_labels, check_positive, check_int,
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_int,
                            check_seed, check_choice)
 from ..model import Model, make_history
 
@@ -368,15 +368,8 @@ def _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, se
                   step_max=1.0):
     Xc = check_csr(X)
     n, d = Xc.shape
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(LOSSES)}; got {type(loss).__name__}")
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {list(LOSSES)} for the primal-dual solvers "
-                         f"(they need a smooth loss); got {loss!r}")
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    loss, param = _losses.check_loss(loss, smoothing)
-    b, classes = check_labels(y, n, "regression" if loss == "squared" else "binary")
+    loss, param, b, classes = check_loss_and_labels(
+        loss, smoothing, LOSSES, y, n, "the batch primal-dual solvers", "they need a smooth loss")
     lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     tol = check_positive(tol, "tol", allow_zero=True)

@@ -12,7 +12,7 @@ spec's section 2.6 and builds the Model.
 import numpy as np
 
 from .._core import losses as _losses
-from .._validation import (check_csr, check_labels, check_positive, check_int, check_seed,
+from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
                            check_choice, warn_not_converged)
 from ..model import Model, make_history
 from . import _spdc
@@ -39,16 +39,8 @@ def _train(solver, X, y, *, method, adaptive, loss, lam, l1, smoothing, batch_si
            verbose, callback, warm_start, trace=None, table_max=1 << 20):
     Xc = check_csr(X)
     n, d = Xc.shape
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(_LOSSES)}; got {type(loss).__name__}")
-    if loss not in _LOSSES:
-        raise ValueError(f"unknown loss {loss!r} for {solver}; expected one of {list(_LOSSES)} "
-                         "(the primal-dual solvers need a smooth loss)")
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    loss, param = _losses.check_loss(loss, smoothing)
-    task = "regression" if loss == "squared" else "binary"
-    b, classes = check_labels(y, n, task)
+    loss, param, b, classes = check_loss_and_labels(
+        loss, smoothing, _LOSSES, y, n, solver, "the primal-dual solvers need a smooth loss")
     lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     tol = check_positive(tol, "tol", allow_zero=True)

@@ -6,8 +6,7 @@ import warnings
 
 import numpy as np
 
-from .._core import losses as _losses
-from .._validation import (ConvergenceWarning, check_csr, check_labels, check_positive,
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive,
                            check_int, check_seed, check_choice)
 from ..model import Model, make_history
 from . import _sorel
@@ -22,13 +21,7 @@ _STATUS = {1: "max_epochs", 2: "stopped", 3: "diverged"}
 
 
 def _loss_setup(loss, y, n):
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(_LOSSES)}; got {type(loss).__name__}")
-    if loss not in _LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; expected one of {list(_LOSSES)}")
-    loss, param = _losses.check_loss(loss, None)
-    y_int, classes = check_labels(y, n, "regression" if loss == "squared" else "binary")
-    return loss, param, y_int, classes
+    return check_loss_and_labels(loss, None, _LOSSES, y, n, "train_sorel")
 
 
 def _index_arrays(Xc):
