@@ -228,6 +228,26 @@ cdef inline double _dual_update(SpdcProblem* P, const Loss* loss, Py_ssize_t k, 
     return -loss_dual_step(loss, P.b[k], dot, -P.y[k], inv_sigma)
 
 
+cdef inline double _row_dual_step(const floating* data, const index_t* indices, Py_ssize_t lo,
+                                  Py_ssize_t hi, SpdcProblem* P, const Loss* loss, Py_ssize_t k,
+                                  int64_t t, double theta, double sigma, double inv_sigma,
+                                  bint dual_free, const LazyParams* L, reg_t* tag) noexcept nogil:
+    """Bring row k's features to iteration t, return the new y_k from a_k . xt (recorded in
+    the trace when one is attached); y_k itself is not changed."""
+    cdef SpdcFeature* f
+    cdef double dot = 0.0, xj
+    cdef Py_ssize_t q
+    for q in range(lo, hi):
+        f = &P.feat[indices[q]]
+        _catch_up(f, t, L, tag)
+        xj = f.x
+        dot += data[q] * (xj + theta * (xj - f.xprev))
+    if P.trace != NULL and P.trace_pos < P.trace_len:
+        P.trace[P.trace_pos] = dot
+        P.trace_pos += 1
+    return _dual_update(P, loss, k, dot, sigma, inv_sigma, dual_free)
+
+
 cdef void _steps_single(const floating* data, const index_t* indices, const index_t* indptr,
                         SpdcProblem* P, const LazyParams* lp, Py_ssize_t n_steps,
                         reg_t* tag) noexcept nogil:
@@ -242,7 +262,7 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
     cdef double inv_n = 1.0 / <double>P.n
     cdef int64_t t = P.t
     cdef Py_ssize_t it, k, q, lo, hi
-    cdef double dot, ynew, dy, c, a, xj
+    cdef double ynew, dy, c, a, xj
     if n_steps > 0:
         k = order[0]
         prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
@@ -259,16 +279,8 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
         k = order[it]
         lo = indptr[k]
         hi = indptr[k + 1]
-        dot = 0.0
-        for q in range(lo, hi):
-            f = &feat[indices[q]]
-            _catch_up(f, t, &L, tag)
-            xj = f.x
-            dot += data[q] * (xj + theta * (xj - f.xprev))
-        if P.trace != NULL and P.trace_pos < P.trace_len:
-            P.trace[P.trace_pos] = dot
-            P.trace_pos += 1
-        ynew = _dual_update(P, &loss, k, dot, sigma, inv_sigma, dual_free)
+        ynew = _row_dual_step(data, indices, lo, hi, P, &loss, k, t, theta, sigma, inv_sigma,
+                              dual_free, &L, tag)
         dy = ynew - y[k]
         if dy != 0.0:
             # (dy = 0: x moves by F on the row's features like on every other feature,
@@ -304,7 +316,7 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
     cdef double inv_n = 1.0 / <double>P.n, inv_mk
     cdef int64_t t = P.t
     cdef Py_ssize_t m = P.batch, start, end, r, k, q, lo, hi, j
-    cdef double dot, ynew, dy, a, xj
+    cdef double ynew, dy, a, xj
     cdef bint any_change
     start = 0
     while start < total:
@@ -317,16 +329,8 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
             k = order[r]
             lo = indptr[k]
             hi = indptr[k + 1]
-            dot = 0.0
-            for q in range(lo, hi):
-                f = &feat[indices[q]]
-                _catch_up(f, t, &L, tag)
-                xj = f.x
-                dot += data[q] * (xj + theta * (xj - f.xprev))
-            if P.trace != NULL and P.trace_pos < P.trace_len:
-                P.trace[P.trace_pos] = dot
-                P.trace_pos += 1
-            ynew = _dual_update(P, &loss, k, dot, sigma, inv_sigma, dual_free)
+            ynew = _row_dual_step(data, indices, lo, hi, P, &loss, k, t, theta, sigma, inv_sigma,
+                                  dual_free, &L, tag)
             dy = ynew - y[k]
             dyb[r - start] = dy
             if dy != 0.0:
