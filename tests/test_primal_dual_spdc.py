@@ -269,6 +269,49 @@ def test_lazy_loop_without_flushes_equals_dense_twin(reg, table_max):
     np.testing.assert_allclose(m.dual, y_ref, rtol=1e-12, atol=1e-13)
 
 
+def hot_feature_problem(seed=6, n=300, d=33200):
+    """Rows of very different lengths (1 to 400 nonzeros) drawn from two hot sets of
+    features 32768 apart, so consecutive rows share features and bit-filter slots collide:
+    the pure-L2 path's table of the previous row's corrections gets every case."""
+    rng = np.random.default_rng(seed)
+    hot = np.r_[np.arange(300), 32768 + np.arange(300), rng.choice(d, 300, replace=False)]
+    rows, cols = [], []
+    for i in range(n):
+        k = int(rng.choice([1, 3, 20, 150, 400]))
+        c = rng.choice(np.unique(hot), size=min(k, np.unique(hot).size), replace=False)
+        rows.append(np.full(c.size, i))
+        cols.append(c)
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    X = sp.csr_matrix((rng.standard_normal(r.size), (r, c)), shape=(n, d))
+    X.data /= np.sqrt(X.multiply(X).sum(1).max())
+    A = X.toarray()
+    b = A @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n)
+    return X, A, b
+
+
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["spdc", "df_spdc"])
+@pytest.mark.parametrize("lam,eval_every", [(1e-2, 1), (1e-2, 100), (1e6, 1)])
+def test_pure_l2_path_long_rows_and_rebase_equal_dense_twin(solver, lam, eval_every):
+    """The pure-L2 single-row path (x = A v + B u with global A, B; corrections for the
+    previous row) on rows of 1-400 nonzeros; lam = 1e6 makes A underflow within an epoch,
+    so the state is rebased several times."""
+    X, A, b = hot_feature_problem()
+    epochs = 4 if lam < 1 else 1      # lam = 1e6: the gap is 0 to rounding after one epoch
+    m, trace, _ = run_traced(solver, X, b, epochs, loss="squared", lam=lam,
+                             eval_every=eval_every)
+    a = 1.0 / (1.0 + m.params["tau"] * lam)
+    if lam > 1:
+        assert 300 * np.log(a) < 3 * np.log(1e-100)           # >= 3 rebases per epoch
+    dots, xs_ref, y_ref, _ = dense_twin(A, b, "squared", lam, 0.0,
+                                        "df" if solver == "df_spdc" else "e", 0.0, epochs,
+                                        seed=0, exact_u=eval_every == 1)
+    np.testing.assert_allclose(trace, dots, rtol=1e-12, atol=1e-12 * np.abs(dots).max())
+    np.testing.assert_allclose(m.coef, xs_ref[-1], rtol=1e-11,
+                               atol=1e-12 * np.abs(xs_ref[-1]).max())
+    np.testing.assert_allclose(m.dual, y_ref, rtol=1e-12, atol=1e-13)
+
+
 @pytest.mark.parametrize("solver", ["spdc", "df_spdc"])
 @pytest.mark.parametrize("sampling", ["uniform", "permutation"])
 def test_minibatch_equals_dense_twin(solver, sampling):
@@ -642,9 +685,13 @@ def test_same_seed_same_iterates_other_seed_same_optimum(heart):
         np.testing.assert_array_equal(a.dual, b.dual)
         np.testing.assert_array_equal(a.history["primal"], b.history["primal"])
         assert not np.array_equal(a.coef, c.coef)
-        # both at the rounding floor of the gap (~1e-16, so ||x - x*|| <~ sqrt(2e-16 / lam))
-        assert max(a.history["gap"][-1], c.history["gap"][-1]) <= 1e-15
-        np.testing.assert_allclose(a.coef, c.coef, rtol=0, atol=5e-8)
+        # both at the rounding floor of the gap; P is lam-strongly convex, so
+        # ||x - x*|| <= sqrt(2 gap / lam) for each, with lam = 1/n by default
+        ga, gc = a.history["gap"][-1], c.history["gap"][-1]
+        assert max(ga, gc) <= 1e-15
+        lam = 1.0 / X.shape[0]
+        bound = sum(np.sqrt(2.0 * max(g, 1e-16) / lam) for g in (ga, gc))
+        assert np.linalg.norm(a.coef - c.coef) <= bound
 
 
 def test_warm_start(heart):
