@@ -32,7 +32,8 @@ from .adfsdca import train_dfsdca, train_adfsdca
 from .auc import (train_ppd_sg, train_ppd_adagrad, train_solam, train_pga, auc_score,
                   auc_surrogate_optimum, auc_surrogate_objective)
 from .spectral import (spectrum, spectral_risk, check_spectrum, project_permutahedron, train_sorel,
-                       spectral_reference, SpectralReference, spectral_objective)
+                       spectral_reference, SpectralReference, spectral_objective, train_lsvrg,
+                       train_prospect, train_spectral_sgd)
 from . import datasets
 
 __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
@@ -41,6 +42,7 @@ __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment"
            "train_adfsdca", "train_ppd_sg", "train_ppd_adagrad", "train_solam", "train_pga", "auc_score",
            "auc_surrogate_optimum", "auc_surrogate_objective", "spectrum", "spectral_risk",
            "check_spectrum", "project_permutahedron", "train_sorel", "spectral_reference",
-           "SpectralReference", "spectral_objective", "Model",
+           "SpectralReference", "spectral_objective", "train_lsvrg", "train_prospect",
+           "train_spectral_sgd", "Model",
            "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
            "ConvergenceWarning", "get_include", "__version__"]
