@@ -53,8 +53,10 @@ def twin_projection(z, sigma):
 
 
 def sorel_twin(X, y, sigma, mu, alpha, C, tau_c, epochs, trace, b=1, T=None, form="gradient",
-               loss="squared", w0=None, eta_max=None):
-    """Spec 2.3 / 2.4 written densely, the rows taken from ``trace`` in order."""
+               loss="squared", w0=None, eta_max=None, guard=True):
+    """Spec 2.3 / 2.4 written densely, the rows taken from ``trace`` in order; ``guard``:
+    the dual-step guard of train_sorel (C halved once three successive dual steps
+    alternate, cos < -1/2, without dying out)."""
     X = np.asarray(X.todense()) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     n, d = X.shape
     T = n // b if T is None else T
@@ -74,13 +76,25 @@ def sorel_twin(X, y, sigma, mu, alpha, C, tau_c, epochs, trace, b=1, T=None, for
     lam[np.argsort(l, kind="stable")] = sigma
     lprev = l
     pos = 0
+    Ce, steps, anti = C, [], 0
     for k in range(epochs):
         theta = k / (k + 1)
-        eta = C * (k + 1) / n
+        eta = Ce * (k + 1) / n
         if eta_max is not None:
             eta = min(eta, eta_max)
         tau = tau_c * n / (k + 1)
+        lam_old = lam
         lam = twin_projection(lam + eta * ((1 + theta) * l - theta * lprev), sigma)
+        if guard:
+            s = lam - lam_old
+            if steps:
+                p = steps[-1]
+                anti = anti + 1 if s @ s > 0 and p @ p > 0 and s @ p < -0.5 * np.sqrt(
+                    (s @ s) * (p @ p)) else 0
+            steps = (steps + [s])[-4:]
+            if anti >= 3 and len(steps) == 4 and (np.linalg.norm(steps[-1])
+                                                  >= 0.9 * np.linalg.norm(steps[0])):
+                Ce, anti = 0.5 * Ce, 0
         lprev = l
         gbar = X.T @ (lam * dbar)
         wk = w.copy()
@@ -306,10 +320,77 @@ def test_toy_oscillates_without_dual_prox(mu):
     assert np.all(np.sign(w[1:]) == -np.sign(w[:-1]))   # jumps from side to side
     assert np.mean(np.abs(w)) > 0.5 and np.all(np.abs(w) > 0.1)   # never near w* = 0
     assert np.all(m.history["primal"][10:] > 0.5 + 0.05)           # F* = 1/2
-    # with the proximal terms but a large dual step it also fails (spec 2.3.4: C >= 0.05)
+    # with the proximal terms but a large dual step the paper's method fails too (spec
+    # 2.3.4: C >= 0.05); the dual-step guard is what rescues it (next test)
     m2 = train_sorel(X, y, spectrum=[0.0, 1.0], mu=mu, alpha=0.05, C=2.0,
-                     steps_per_epoch=200, max_epochs=300, warm_start=[0.3])
+                     steps_per_epoch=200, max_epochs=300, warm_start=[0.3], eta_guard=False)
     assert abs(m2.coef[0]) > 1e-3
+    assert np.array_equal(m2.extra["eta"], 2.0 * np.arange(1, 301) / 2)   # never capped
+
+
+# ---------------------------------------------------------------------------------------
+# the dual-step guard (eta_guard, the default)
+
+
+@pytest.mark.parametrize("mu", [0.01, 0.1])
+@pytest.mark.parametrize("C", [0.05, 0.2, 2.0, 20.0])
+def test_guard_rescues_the_toy(mu, C):
+    """Without the guard every C >= 0.05 oscillates (lambda jumps between the vertices);
+    with it C is halved until the dual steps stop alternating, and the run converges."""
+    X = np.ones((2, 1))
+    y = np.array([1.0, -1.0])
+    kw = dict(spectrum=[0.0, 1.0], mu=mu, alpha=0.05, C=C, steps_per_epoch=200,
+              max_epochs=300, warm_start=[0.3], seed=0)
+    m0 = train_sorel(X, y, eta_guard=False, **kw)
+    assert abs(m0.coef[0]) > 1e-3                          # the paper's schedule fails
+    m = train_sorel(X, y, **kw)
+    assert m.params["eta_guard"] is True
+    assert abs(m.coef[0]) < 1e-6
+    assert np.allclose(m.dual, [0.5, 0.5], atol=1e-6)
+    eta, sched = m.extra["eta"], C * np.arange(1, 301) / 2
+    ratio = eta / sched                                    # the factor applied to C
+    assert ratio[0] == 1.0 and ratio[-1] < 1.0
+    assert np.all(np.diff(ratio) <= 0)                     # C only goes down ...
+    assert np.all(np.isin(np.log2(ratio), np.arange(-60, 1)))   # ... by halvings
+
+
+def test_twin_equals_cython_when_the_guard_acts():
+    X = np.ones((2, 1))
+    y = np.array([1.0, -1.0])
+    epochs, T = 40, 50
+    trace = np.full(epochs * T, -1, dtype=np.intp)
+    m = train_sorel(X, y, spectrum=[0.0, 1.0], mu=0.01, alpha=0.05, C=2.0, steps_per_epoch=T,
+                    max_epochs=epochs, warm_start=[0.3], _trace=trace)
+    assert m.extra["eta"][-1] < 2.0 * epochs / 2            # the guard acted
+    w, lam = sorel_twin(X, y, np.array([0.0, 1.0]), 0.01, 0.05, 2.0, 20.0, epochs, trace, T=T,
+                        w0=[0.3])
+    assert np.abs(m.coef - w).max() <= 1e-12 and np.abs(m.dual - lam).max() <= 1e-12
+    w2, _ = sorel_twin(X, y, np.array([0.0, 1.0]), 0.01, 0.05, 2.0, 20.0, epochs, trace, T=T,
+                       w0=[0.3], guard=False)
+    assert np.abs(w2 - w).max() > 1e-3                      # and it mattered
+
+
+@pytest.mark.parametrize("kind,param,alpha,C,left", [("esrm", 2.0, 0.03, 0.1, 600),
+                                                     ("extremile", 2.5, 0.03, 0.1, 800),
+                                                     ("superquantile", 0.5, 0.03, 0.4, 400)])
+def test_guard_keeps_long_runs_at_the_optimum(yacht, kind, param, alpha, C, left):
+    """The paper's schedule (eta_k = C (k+1)/n, no cap) leaves the optimum on yacht after a
+    few hundred epochs once it reached 1e-13 (eta past the dual's stability limit on the
+    optimal face); the guard keeps it there, and does not act before 1e-9."""
+    X, y = yacht
+    n = len(y)
+    ref = spectral_reference(X, y, spectrum=kind, spectrum_param=param)
+    kw = dict(spectrum=kind, spectrum_param=param, alpha=alpha, C=C, max_epochs=1000, seed=1)
+    m0 = train_sorel(X, y, eta_guard=False, **kw)
+    rel0 = (m0.history["primal"] - ref.primal) / ref.primal
+    assert rel0[:left].min() <= 1e-13 and rel0[left:].max() >= 1e-3   # reached, then left
+    m = train_sorel(X, y, **kw)
+    rel = (m.history["primal"] - ref.primal) / ref.primal
+    assert rel[300:].max() <= 1e-8 and rel[left:].max() <= 1e-13
+    first = np.flatnonzero(m.extra["eta"] < C * np.arange(1, 1001) / n * (1 - 1e-12))
+    assert first.size and first[0] > np.flatnonzero(rel <= 1e-9)[0]  # only after 1e-9
+    assert np.array_equal(m.history["primal"][:first[0] + 1],
+                          m0.history["primal"][:first[0] + 1])
 
 
 # ---------------------------------------------------------------------------------------

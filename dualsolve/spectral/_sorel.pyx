@@ -1,8 +1,27 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The SOREL loop (spec seed4 sections 2.3, 2.4, 3); see _sorel.pxd for the algorithm."""
+"""The SOREL loop (spec seed4 sections 2.3, 2.4, 3); see _sorel.pxd for the algorithm.
+
+The dual-step guard (on in ``sorel_run``; ``eta_guard=False`` in ``train_sorel`` turns it
+off). With the paper's schedule eta_k = C (k+1)/n grows without bound. Near the optimum the
+dual iteration is an extrapolated projected gradient ascent on D(lambda) = min_w lambda^T l(w)
++ g(w), restricted to the face of Pi_sigma that holds lambda* (the optimum of a spectral risk
+generically sits where losses of distinct rows tie, so lambda* is not a vertex). Linearised
+with theta -> 1, a face direction of curvature L evolves by z^2 - (1 - 2 a) z - a = 0,
+a = eta L: the alternating root passes -1 at a = 2/3. Once eta_k crosses 2/(3 L_face) the
+dual steps flip sign and grow, and w is thrown off the optimum (observed after a few hundred
+epochs on yacht, energy and concrete with the paper's tuned (alpha, C)); far beyond it lambda
+jumps between vertices (the App. C toy). The guard watches the dual steps s_k = lambda_{k+1}
+- lambda_k: when three successive pairs are anti-aligned (cos(s_j, s_{j-1}) < -1/2) and the
+alternation is not dying out (||s_k|| >= 0.9 ||s_{k-3}||), C is halved for the rest of the
+run (eta_k = C' (k+1)/n with C' = C/2, C/4, ...: eta halves at once and then grows at half
+the rate). Past a fixed limit 2/(3 L_face) this happens again at most once per doubling of
+k, and each time the alternating mode has only grown for a few epochs. While the run is
+converging the steps are aligned, so the guard does not act; early on it acts when C is
+simply too large (lambda jumping between vertices, the App. C toy).
+"""
 import numpy as np
 
-from libc.math cimport log1p, isfinite, NAN
+from libc.math cimport log1p, isfinite, sqrt, NAN, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -42,7 +61,8 @@ cdef Py_ssize_t sorel_epoch_steps(const SorelOptions* opt, Py_ssize_t n) noexcep
 cdef void sorel_work_sizes(Py_ssize_t n, Py_ssize_t d, Py_ssize_t b, Py_ssize_t T,
                            Py_ssize_t* n_double, Py_ssize_t* n_intp,
                            Py_ssize_t* n_int64) noexcept nogil:
-    n_double[0] = 5 * n + 2 * d + drift_table_size(T) + b
+    # + 2 n for the dual-step guard (the previous step and lambda_k), after P.cb
+    n_double[0] = 7 * n + 2 * d + drift_table_size(T) + b
     n_intp[0] = 4 * n + b
     n_int64[0] = d if d > 0 else 1
 
@@ -127,6 +147,38 @@ cdef inline void _draw_batch(SorelProblem* P, const SorelOptions* opt, Py_ssize_
 cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
                    SorelProblem* P, const SorelOptions* opt, SorelResult* res,
                    sorel_hook hook, void* ctx) noexcept nogil:
+    """The loop with the dual-step guard on (module docstring)."""
+    return _sorel_loop(data, indices, indptr, P, opt, res, hook, ctx, True, NULL)
+
+
+cdef inline bint _guard_update(SorelProblem* P, double* s_prev, const double* lam_old,
+                               double* norm_hist, int* n_anti, bint have_prev) noexcept nogil:
+    """After the dual step: s = lambda_{k+1} - lambda_k (lam_old holds lambda_k). Returns
+    True when the step has turned unstable (three anti-aligned pairs in a row, and the
+    alternation not decaying: ||s_k|| >= 0.9 ||s_{k-3}||). s_prev becomes s; norm_hist
+    keeps ||s_{k-3}||, ..., ||s_k||."""
+    cdef Py_ssize_t i, n = P.n
+    cdef double si, dot = 0.0, ss = 0.0, pp = 0.0
+    for i in range(n):
+        si = P.lam[i] - lam_old[i]
+        dot += si * s_prev[i]
+        ss += si * si
+        pp += s_prev[i] * s_prev[i]
+        s_prev[i] = si
+    norm_hist[0] = norm_hist[1]
+    norm_hist[1] = norm_hist[2]
+    norm_hist[2] = norm_hist[3]
+    norm_hist[3] = sqrt(ss)
+    if have_prev and ss > 0.0 and pp > 0.0 and dot < -0.5 * sqrt(ss * pp):
+        n_anti[0] += 1
+    else:
+        n_anti[0] = 0
+    return n_anti[0] >= 3 and norm_hist[3] >= 0.9 * norm_hist[0]
+
+
+cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t* indptr,
+                     SorelProblem* P, const SorelOptions* opt, SorelResult* res,
+                     sorel_hook hook, void* ctx, bint guard, double* eta_rec) noexcept nogil:
     cdef Py_ssize_t n = P.n, d = P.d, b = opt.batch_size
     cdef Py_ssize_t T = sorel_epoch_steps(opt, n)
     cdef Py_ssize_t i, j, k, r, q, t, pos
@@ -134,6 +186,17 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef double F, theta, eta, inv_tau, al = opt.alpha, mu = P.mu, sc, c1, c2, a, log_a
     cdef double m, coef, g, scale = <double>n / <double>b
     cdef DriftJIT st
+    # the guard's buffers, carved after P.cb (sorel_work_sizes reserves them)
+    cdef double* s_prev = P.cb + b
+    cdef double* lam_old = P.cb + b + n
+    cdef double C_eff = opt.C
+    cdef double norm_hist[4]
+    cdef int n_anti = 0
+    norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
+    if guard and not opt.no_dual_prox:
+        memset(s_prev, 0, n * sizeof(double))
+    else:
+        guard = False
     res.status = SOREL_MAX_EPOCHS
     res.n_epochs = 0
     res.error = 0
@@ -156,13 +219,22 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         if opt.no_dual_prox:
             _vertex(P)                                    # eta = infinity (App. C)
             inv_tau = 0.0
+            if eta_rec != NULL:
+                eta_rec[k] = HUGE_VAL
         else:
-            eta = opt.C * <double>(k + 1) / <double>n
+            eta = C_eff * <double>(k + 1) / <double>n
             if opt.eta_max > 0.0 and eta > opt.eta_max:
                 eta = opt.eta_max
+            if eta_rec != NULL:
+                eta_rec[k] = eta
             for i in range(n):
                 P.z[i] = P.lam[i] + eta * ((1.0 + theta) * P.l_cur[i] - theta * P.l_prev[i])
+            if guard:
+                memcpy(lam_old, P.lam, n * sizeof(double))
             project_permutahedron(P.z, P.sigma, P.lam, n, P.perm, P.iw, P.pdw, k > 0)
+            if guard and _guard_update(P, s_prev, lam_old, norm_hist, &n_anti, k > 0):
+                C_eff *= 0.5                              # past the stability limit: back off
+                n_anti = 0
             inv_tau = <double>(k + 1) / (opt.tau_c * <double>n)
         memcpy(P.l_prev, P.l_cur, n * sizeof(double))
         # anchor: gbar = X^T (lambda * phi'(X w_k)), w_k
@@ -245,9 +317,10 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
          double mu, double[::1] w, double[::1] lam, double alpha, double C, double tau_c,
          double eta_max, int form, int sampling, Py_ssize_t batch_size, Py_ssize_t steps,
          Py_ssize_t max_epochs, unsigned long long seed, bint no_dual_prox, int verbose,
-         callback, trace=None, double loss_param=0.0):
-    """Run sorel_run on validated arrays; w (w_0 on entry) and lam are overwritten.
-    trace: an intp array receiving the sampled rows in order.
+         callback, trace=None, double loss_param=0.0, bint eta_guard=True, eta_trace=None):
+    """Run the SOREL loop on validated arrays; w (w_0 on entry) and lam are overwritten.
+    trace: an intp array receiving the sampled rows in order. eta_guard: the dual-step
+    guard (module docstring). eta_trace: a float64 array (>= max_epochs) receiving eta_k.
     Returns (status, n_epochs, primal, error, history_rows)."""
     cdef Py_ssize_t n = lam.shape[0], d = n_features
     if (indptr.shape[0] != n + 1 or y.shape[0] != n or sigma.shape[0] != n
@@ -287,6 +360,14 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         if tr.shape[0] > 0:
             P.trace = &tr[0]
             P.trace_len = tr.shape[0]
+    cdef double[::1] er
+    cdef double* eta_rec = NULL
+    if eta_trace is not None:
+        er = eta_trace
+        if er.shape[0] < max_epochs:
+            raise ValueError("eta_trace is shorter than max_epochs")
+        if er.shape[0] > 0:
+            eta_rec = &er[0]
     coef_view = None
     if callback is not None:
         coef_view = np.asarray(wv)[:d].view()
@@ -294,8 +375,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
     cdef int status
     with nogil:
-        status = sorel_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook,
-                           <void*>mon)
+        status = _sorel_loop(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook,
+                             <void*>mon, eta_guard, eta_rec)
     if mon.error is not None:
         raise mon.error
     return res.status, res.n_epochs, res.primal, res.error, mon.rows

@@ -46,7 +46,8 @@ def spectral_objective(X, y, w, *, loss="squared", spectrum, spectrum_param=None
 
 
 def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                mu=None, alpha="auto", C=0.1, tau_c=20.0, eta_max=None, batch_size=1,
+                mu=None, alpha="auto", C=0.1, tau_c=20.0, eta_max=None, eta_guard=True,
+                batch_size=1,
                 sampling=None, steps_per_epoch=None, form="gradient", dual_prox=True,
                 max_epochs=64, seed=0, verbose=0, callback=None, warm_start=None,
                 _trace=None):
@@ -61,7 +62,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
     through the saddle point ``min_w max_{lambda in Pi_sigma} lambda^T l(w) + (mu/2)||w||^2``
     (Pi_sigma: the permutahedron of sigma). No intercept. Epoch k = 0, 1, ... (``theta =
-    k/(k+1)``, ``eta = min(C (k+1)/n, eta_max)``, ``tau = tau_c n/(k+1)``):
+    k/(k+1)``, ``eta = min(C' (k+1)/n, eta_max)``, C' = C unless the guard halved it, ``tau = tau_c n/(k+1)``):
 
     1. losses at w_k (one pass over X), then the dual step with momentum on the losses
        ``lambda <- Proj_{Pi_sigma}(lambda + eta ((1+theta) l(w_k) - theta l(w_{k-1})))``
@@ -103,10 +104,24 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     tau_c : float > 0
         ``tau_k = tau_c n / (k+1)`` (the paper fixes 20).
     eta_max : float > 0, optional
-        Cap on eta_k (none by default, as in the paper). With the fixed inner budget the
-        growing eta_k can throw a long run off the optimum again (observed on yacht, CVaR
-        0.5, C = 0.4: optimal to 1e-15 at epoch 400, off by 0.3 at epoch 600); a cap such
-        as ``eta_max = 0.5`` prevents it ([code-SOREL] freezes eta after 400 epochs).
+        A fixed cap on eta_k (none by default, as in the paper; [code-SOREL] freezes eta
+        after 400 epochs).
+    eta_guard : bool, default True
+        Stop eta_k from growing past the dual step's stability limit. Without it, long runs
+        with the paper's schedule leave the optimum again: eta_k = C (k+1)/n grows without
+        bound, and near the optimum the dual update is an extrapolated gradient ascent on
+        the dual restricted to the optimal face of Pi_sigma (the optimum of a spectral risk
+        usually sits where losses of distinct rows tie), which diverges once eta_k exceeds
+        about 2 / (3 L_face), L_face the dual's curvature on that face. Observed with the
+        paper's tuned (alpha, C) after 300-1500 epochs on yacht (all three spectra), energy
+        (extremile) and concrete (ESRM), each after reaching 1e-12 or better (see
+        docs/spectral.md). The guard watches the dual steps s_k = lambda_{k+1} - lambda_k:
+        when three successive pairs point in opposite directions (cosine < -1/2) and the
+        alternation is not dying out, C is halved for the rest of the run (eta halves, then
+        grows at half the rate; repeated when it happens again). A converging run has
+        aligned dual steps, so the guard leaves it alone; early on it acts when C is too
+        large (lambda jumping between vertices). ``eta_guard=False`` is the paper's method.
+        ``extra["eta"]`` records the eta_k used.
     batch_size : int in [1, n]
         b rows per step (spec 2.4; the paper uses 64).
     sampling : {"uniform", "permutation"}, optional
@@ -140,7 +155,8 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
         ``coef`` = w, ``dual`` = lambda (in Pi_sigma), ``history`` (one row per epoch, epoch
         0 the start: epoch, time, primal = F(w_k); dual and gap NaN), ``n_epochs``,
         ``converged`` (False: no stopping test), ``params`` (settings, the spectrum's kind,
-        ``status``); ``extra["sigma"]`` is the spectrum used.
+        ``status``); ``extra["sigma"]`` is the spectrum used, ``extra["eta"]`` the dual
+        step of every epoch run (inf without the dual prox).
     """
     Xc = check_csr(X)
     n, d = Xc.shape
@@ -163,6 +179,8 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     form = check_choice(form, "form", tuple(_FORMS))
     if not isinstance(dual_prox, (bool, np.bool_)):
         raise TypeError(f"dual_prox must be a bool; got {type(dual_prox).__name__}")
+    if not isinstance(eta_guard, (bool, np.bool_)):
+        raise TypeError(f"eta_guard must be a bool; got {type(eta_guard).__name__}")
     C = check_positive(C, "C", allow_zero=True)
     tau_c = check_positive(tau_c, "tau_c")
     eta_max = 0.0 if eta_max is None else check_positive(eta_max, "eta_max")
@@ -201,10 +219,12 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
                                    and _trace.ndim == 1 and _trace.flags.c_contiguous):
         raise TypeError("_trace must be a 1-D contiguous intp array")
     data, indices, indptr = _index_arrays(Xc)
+    eta_trace = np.full(max_epochs, np.nan)
     status, n_epochs, primal, error, rows = _sorel._fit(
         data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), C, tau_c,
         eta_max, _FORMS[form], _SAMPLING[sampling], batch_size, steps, max_epochs, seed,
-        not dual_prox, int(verbose), callback, trace=_trace, loss_param=lparam)
+        not dual_prox, int(verbose), callback, trace=_trace, loss_param=lparam,
+        eta_guard=bool(eta_guard), eta_trace=eta_trace)
     if error:
         raise ValueError("alpha (mu + 1/tau_k) >= 1 in the gradient form")  # pragma: no cover
     if status == 3:
@@ -212,9 +232,9 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
                       "decrease alpha or C", ConvergenceWarning, stacklevel=2)
     params = dict(loss=loss, spectrum=spectrum if isinstance(spectrum, str) else "custom",
                   spectrum_param=spectrum_param, mu=mu, alpha=float(alpha), C=C, tau_c=tau_c,
-                  eta_max=eta_max or None, batch_size=batch_size, sampling=sampling,
+                  eta_max=eta_max or None, eta_guard=bool(eta_guard), batch_size=batch_size, sampling=sampling,
                   steps_per_epoch=steps, form=form, dual_prox=bool(dual_prox),
                   max_epochs=max_epochs, seed=seed, status=_STATUS[status])
     return Model(coef=w, dual=lam, history=make_history(rows), converged=False,
                  n_epochs=n_epochs, solver="sorel", params=params, classes=classes,
-                 extra=dict(sigma=sigma))
+                 extra=dict(sigma=sigma, eta=eta_trace[:n_epochs]))
