@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from dualsolve.auc import (train_ppd_sg, train_ppd_adagrad, auc_score, auc_surrogate_optimum,
                            auc_surrogate_objective)
 from dualsolve.auc import _ppd
+from dualsolve.auc import api as auc_api
 
 SOLVERS = {"sg": train_ppd_sg, "adagrad": train_ppd_adagrad}
 
@@ -179,6 +180,35 @@ def test_lazy_equals_dense_twin(method, gamma, lam, B):
     m, ref, used = run_both(X, y, method, gamma, lam, B)
     assert np.abs(m.coef).max() > 1e-3                 # it moved
     assert_twin(m, ref, used)
+
+
+class _DriftJITOnly:
+    """Stands in for the compiled module so that PPD-SG keeps its DriftJIT form."""
+
+    def __getattr__(self, name):
+        return getattr(_ppd, name)
+
+    @staticmethod
+    def _fit(*args, **kw):
+        return _ppd._fit(*args, scaled_sg=False, **kw)
+
+
+@pytest.mark.parametrize("eta0,gamma,lam,B", [(0.1, 2.0, 0.0, 1), (0.1, None, 0.01, 8),
+                                             (1.4, 3.0, 0.02, 1), (0.1, None, 0.0, 3)])
+def test_sg_scaled_and_driftjit_forms_equal_dense_twin(monkeypatch, eta0, gamma, lam, B):
+    """PPD-SG's two forms (the scaled record w = A z + B w0 with folds of A, and DriftJIT's
+    per-feature timestamps) against the dense twin and each other. eta0 = 1.4, gamma = 3:
+    rho = 1 - eta (lam + 1/gamma) is about 0.5 in the first stage, so A folds every ~10
+    steps."""
+    X, y = random_csr(2)
+    m, ref, used = run_both(X, y, "sg", gamma, lam, B, eta0=eta0)
+    assert np.abs(m.coef).max() > 1e-3
+    assert_twin(m, ref, used)
+    monkeypatch.setattr(auc_api, "_ppd", _DriftJITOnly())
+    m2, ref2, used2 = run_both(X, y, "sg", gamma, lam, B, eta0=eta0)
+    assert_twin(m2, ref2, used2)
+    scale = max(1.0, np.abs(m.coef).max())
+    assert np.abs(m.coef - m2.coef).max() <= 1e-12 * scale
 
 
 @pytest.mark.parametrize("method", ["sg", "adagrad"])

@@ -32,7 +32,8 @@ sigma^2 ||z||^2 + 2 sigma tau <z, w0> + tau^2 ||w0||^2 + a^2 + b^2 from running 
 stage sum of w is S_j + (sum_t tau_t) w0_j with S_j += z_j (Ps - stamp_j) before z_j changes,
 Ps = sum_t sigma_t kept in double-double so that late (small) increments do not cancel.
 """
-from libc.math cimport sqrt, log1p, NAN, INFINITY
+from libc.math cimport sqrt, log, log1p, NAN, INFINITY
+from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t
 from libc.string cimport memset, memcpy
 from scipy.special.cython_special cimport psi
@@ -40,7 +41,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
-from dualsolve._core.csr cimport floating, index_t, sparse_dot
+from dualsolve._core.csr cimport floating, index_t, sparse_dot, DS_PREFETCH
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
                                    drift_flush, drift_table_size, ScaledVec, sv_init,
@@ -96,6 +97,7 @@ cdef void auc_problem_init(AucProblem* P, Py_ssize_t n, Py_ssize_t d, const doub
     P.trace = NULL
     P.trace_len = 0
     P.trace_pos = 0
+    P.scaled_sg = True
 
 
 cdef inline Py_ssize_t _draw(AucProblem* P) noexcept nogil:
@@ -181,6 +183,140 @@ cdef inline void _scalar_step(const AucProblem* P, double eta, const double* sg,
     al[0] = al[0] + eta * sg[2]
 
 
+# ---------------------------------------------------------------------------------------
+# PPD-SG with a scaled record per feature
+#
+# Every untouched feature follows w_j <- rho w_j + beta w0_j, so the stage keeps
+# w = A z + B w0 with global A, B (A <- rho A, B <- rho B + beta) and the stage sum as
+# s_j + SA z_j + SB w0_j (SA, SB: the sums of A and B over the iterates so far; a touch
+# z_j += dz pays s_j -= SA dz). One 24-byte record (z, w0, s) per feature and no step
+# counter: a nonzero costs one cache line instead of the five arrays of the DriftJIT form.
+# A is folded back to 1 (O(d)) when it falls below REBASE_A, which bounds the rounding of
+# the sum to about eps / REBASE_A relative.
+
+ctypedef struct SgFeature:
+    double z
+    double w0
+    double s
+
+cdef extern from *:
+    """
+    #define DS_SG_REBASE_A 0.0009765625
+    """
+    const double REBASE_A "DS_SG_REBASE_A"    # 2^-10
+
+
+cdef bint _sg_scaled_pays(const AucProblem* P, const index_t* indptr, double rho,
+                          int64_t T) noexcept nogil:
+    """The scaled form when its O(d) folds, one every log(1/REBASE_A)/(1 - rho) steps, cost
+    at most about the sparse work between them (and rho >= 1/2, so a fold per step at most)."""
+    cdef double om = 1.0 - rho, period, nnz_step
+    if rho < 0.5:
+        return False
+    if om <= 0.0:
+        return True
+    period = -log(REBASE_A) / om
+    if period >= <double>T:
+        return True
+    nnz_step = <double>P.batch_size * <double>indptr[P.n] / <double>P.n
+    return period * nnz_step >= 0.5 * <double>P.d
+
+
+cdef inline void _sg_fold(SgFeature* F, Py_ssize_t d, double* A, double* B, double* SA,
+                          double* SB) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double a = A[0], b = B[0], sa = SA[0], sb = SB[0]
+    for j in range(d):
+        F[j].s += sa * F[j].z + sb * F[j].w0
+        F[j].z = a * F[j].z + b * F[j].w0
+    A[0] = 1.0
+    B[0] = 0.0
+    SA[0] = 0.0
+    SB[0] = 0.0
+
+
+cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
+                              const index_t* indptr, AucProblem* P, int64_t T, double eta,
+                              double rho, double beta, auc_poll poll, void* ctx) noexcept nogil:
+    cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, j
+    cdef SgFeature* F = <SgFeature*>malloc(d * sizeof(SgFeature))
+    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
+    cdef SgFeature* f
+    cdef int64_t t
+    cdef double sg[3]
+    cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, hw, c, dz
+    cdef double a, b, al, suma, sumb
+    if F == NULL or nxt == NULL:
+        free(F)
+        free(nxt)
+        return AUC_NO_BUFFER
+    for j in range(d):                                # iterate 0 = w0 is in the sum (SA = 1)
+        F[j].z = P.w0[j]
+        F[j].w0 = P.w0[j]
+        F[j].s = 0.0
+    a = P.a0
+    b = P.b0
+    al = P.alpha
+    suma = a
+    sumb = b
+    if T > 1:
+        _draw_batch(P)
+    for t in range(T - 1):
+        if t + 1 < T - 1:                              # draw the next batch now to prefetch it
+            for k in range(nb):
+                nxt[k] = _draw(P)
+                for q in range(indptr[nxt[k]], indptr[nxt[k] + 1]):
+                    DS_PREFETCH(F + indices[q])
+        for k in range(nb):
+            i = P.batch[k]
+            hz = 0.0
+            hw = 0.0
+            for q in range(indptr[i], indptr[i + 1]):
+                f = &F[indices[q]]
+                hz += data[q] * f.z
+                hw += data[q] * f.w0
+            P.coef[k] = A * hz + B * hw
+        _batch_grads(P, a, b, al, sg)
+        An = rho * A
+        Bn = rho * B + beta
+        for k in range(nb):                            # Jacobi: every score taken above
+            c = -eta * P.coef[k] / An
+            if c == 0.0:
+                continue
+            i = P.batch[k]
+            for q in range(indptr[i], indptr[i + 1]):
+                f = &F[indices[q]]
+                dz = c * data[q]
+                f.s -= SA * dz
+                f.z += dz
+        A = An
+        B = Bn
+        SA += A
+        SB += B
+        _scalar_step(P, eta, sg, &a, &b, &al)              # simultaneous, from the values at t
+        suma += a
+        sumb += b
+        if P.p_mode == AUC_P_ONLINE:
+            _update_p(P)
+        if A < REBASE_A:
+            _sg_fold(F, d, &A, &B, &SA, &SB)
+        if t + 1 < T - 1:
+            memcpy(P.batch, nxt, nb * sizeof(Py_ssize_t))
+        if _poll(poll, ctx, t) != 0:
+            free(F)
+            free(nxt)
+            return AUC_STOPPED
+    for j in range(d):
+        P.w0[j] = (F[j].s + SA * F[j].z + SB * F[j].w0) / T
+        P.w[j] = P.w0[j]
+    free(F)
+    free(nxt)
+    P.a0 = P.a = suma / T
+    P.b0 = P.b = sumb / T
+    P.alpha = al                                       # thrown away by the reset
+    return AUC_OK
+
+
 cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_t* indptr,
                       AucProblem* P, int64_t T, double eta, auc_poll poll,
                       void* ctx) noexcept nogil:
@@ -190,6 +326,9 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
     cdef double om = eta * (P.lam + P.inv_gamma)
     cdef double sg[3]
     cdef double a, b, al, suma, sumb, gx
+    if P.scaled_sg and _sg_scaled_pays(P, indptr, 1.0 - om, T):
+        return _ppd_sg_stage_scaled(data, indices, indptr, P, T, eta, 1.0 - om,
+                                    eta * P.inv_gamma, poll, ctx)
     if P.tab == NULL or P.tab_size < 1:
         return AUC_NO_BUFFER
     tcap = T - 1 if T - 1 < P.tab_size else P.tab_size
@@ -522,12 +661,13 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
          Py_ssize_t n_features, const double[::1] y, str method, etas, Ts, ms, double lam,
          double inv_gamma, double delta, Py_ssize_t batch_size, int p_mode, double p,
          unsigned long long seed, report, mon, trace=None, double R1=INFINITY,
-         double R2=INFINITY):
+         double R2=INFINITY, bint scaled_sg=True):
     """Run the stages on validated arrays. method: "sg", "adagrad" or "pga". etas, Ts, ms:
     per-stage step, length (iterates; PGA: steps) and alpha-reset sample count (0: all
     rows; PGA averages alpha instead of resetting it). R1, R2: PGA's radii.
     report(k, w, a, b, alpha) is called with the start (k = 0) and after every stage (and
     its alpha reset) and returns True to stop; mon gets ``error`` set on Ctrl-C mid-stage.
+    scaled_sg=False keeps PPD-SG on its DriftJIT form (tests compare the two).
     Returns (w, a, b, alpha, stages_done, n_samples, p_estimate, pq_estimate, stopped)."""
     cdef Py_ssize_t n = y.shape[0], d = n_features, K = len(etas), k
     if indptr.shape[0] != n + 1:
@@ -549,6 +689,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     auc_problem_init(&P, n, d, &y[0], lam, inv_gamma, batch_size, &wv[0], &w0v[0], &wsv[0],
                      &lv[0], &gv[0], &bv[0], &cv[0])
     P.p_mode = p_mode
+    P.scaled_sg = scaled_sg
     if p_mode == AUC_P_FIXED:
         P.p = p
         P.pq = p * (1.0 - p)
