@@ -20,6 +20,7 @@ import numpy as np
 
 from dualsolve._monitor import EpochMonitor
 
+from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_SQUARED, LOSS_SMOOTH_HINGE,
                                      LOSS_SQUARED_HINGE, loss_value, loss_deriv, loss_conj,
@@ -510,7 +511,7 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
                       double max_kappa, double dual_kind) noexcept nogil:
     with gil:
-        return 1 if (<object>ctx).report(epoch, primal, dual, gap, max_kappa, dual_kind) else 0
+        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, max_kappa, dual_kind))
 
 
 def loss_smoothness(str loss, double param=0.0):

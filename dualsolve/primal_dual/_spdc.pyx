@@ -31,6 +31,7 @@ import numpy as np
 
 from dualsolve._monitor import EpochMonitor
 
+from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport floating, index_t, prefetch_row, DS_PREFETCH
 from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
                                      loss_dual_step, loss_conj_strong_convexity, make_loss)
@@ -955,7 +956,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
                       double measure, double delta_hat) noexcept nogil:
     with gil:
-        return 1 if (<object>ctx).report(epoch, primal, dual, gap, measure, delta_hat) else 0
+        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, measure, delta_hat))
 
 
 FEATURE_DTYPE = np.dtype([("x", np.float64), ("xprev", np.float64), ("u", np.float64),

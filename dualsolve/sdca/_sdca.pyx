@@ -23,6 +23,7 @@ import numpy as np
 
 from dualsolve._monitor import EpochMonitor
 
+from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
@@ -390,7 +391,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
                       double gap_estimate, Py_ssize_t n_active) noexcept nogil:
     with gil:
-        return 1 if (<object>ctx).report(epoch, primal, dual, gap, gap_estimate, n_active) else 0
+        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, gap_estimate, n_active))
 
 
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,

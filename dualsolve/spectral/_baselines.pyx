@@ -16,10 +16,8 @@ from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift
                                    drift_step, drift_flush, ScaledVec, sv_init, sv_scale,
                                    sv_add, sv_dot, sv_renormalize)
 from dualsolve._core.isotonic cimport argsort_stable
-from dualsolve.spectral._sorel cimport (SorelProblem, SorelOptions, SorelResult,
-                                        sorel_default_options, sorel_epoch_steps,
-                                        sorel_work_sizes, sorel_problem_init, sorel_objective,
-                                        sorel_run, SOREL_MAX_EPOCHS, SOREL_STOPPED,
+from dualsolve.spectral._sorel cimport (SorelProblem, sorel_work_sizes, sorel_problem_init,
+                                        sorel_objective, SOREL_MAX_EPOCHS, SOREL_STOPPED,
                                         SOREL_DIVERGED)
 from dualsolve._monitor import EpochMonitor
 
@@ -307,73 +305,6 @@ cdef class _Objective:
                            &self.lwork[0])
 
 
-cdef int _report_hook(void* ctx, Py_ssize_t epoch, double primal,
-                     const double* lam) noexcept nogil:
-    # Any exception, including a KeyboardInterrupt raised on entry to report (where a
-    # pending Ctrl-C is delivered), is kept in ctx.error and stops the run.
-    with gil:
-        try:
-            return 1 if (<object>ctx).report(epoch, primal, NAN, NAN) else 0
-        except BaseException as exc:        # noqa: B902
-            (<object>ctx).error = exc
-            return 1
-
-
-def _fit_lsvrg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-               Py_ssize_t n_features, const double[::1] y, str loss, const double[::1] sigma,
-               double mu, double[::1] w, double[::1] lam, double alpha, int form,
-               int sampling, Py_ssize_t batch_size, Py_ssize_t steps, Py_ssize_t max_epochs,
-               unsigned long long seed, int verbose, callback, trace=None,
-               double loss_param=0.0):
-    """LSVRG (nu = 0) = sorel_run with no_dual_prox on validated arrays; w (w_0 on entry)
-    and lam are overwritten. Returns (status, n_epochs, primal, error, history_rows)."""
-    cdef Py_ssize_t n = lam.shape[0], d = n_features
-    if (indptr.shape[0] != n + 1 or y.shape[0] != n or sigma.shape[0] != n
-            or w.shape[0] != d):
-        raise ValueError("inconsistent shapes")
-    if not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
-    cdef SorelOptions opt = sorel_default_options()
-    opt.alpha = alpha
-    opt.C = 0.0
-    opt.tau_c = 1.0
-    opt.eta_max = 0.0
-    opt.form = form
-    opt.sampling = sampling
-    opt.batch_size = batch_size
-    opt.steps = steps
-    opt.max_epochs = max_epochs
-    opt.seed = seed
-    opt.no_dual_prox = True             # vertex lambda, no proximal term: LSVRG with nu = 0
-    cdef Py_ssize_t T = sorel_epoch_steps(&opt, n)
-    if T < 1:
-        raise ValueError("an epoch needs at least one step")
-    cdef Py_ssize_t nd, ni, nl
-    sorel_work_sizes(n, d, batch_size, T, &nd, &ni, &nl)
-    cdef double[::1] dwork = np.zeros(nd)
-    cdef Py_ssize_t[::1] iwork = np.zeros(ni, dtype=np.intp)
-    cdef int64_t[::1] lwork = np.zeros(nl, dtype=np.int64)
-    cdef double[::1] wv = w if d > 0 else np.zeros(1)
-    cdef SorelProblem P
-    cdef SorelResult res
-    sorel_problem_init(&P, n, d, batch_size, T, &y[0], make_loss(loss, loss_param), mu,
-                       &sigma[0], &wv[0], &lam[0], &dwork[0], &iwork[0], &lwork[0])
-    cdef Py_ssize_t[::1] tr
-    if trace is not None:
-        tr = trace
-        if tr.shape[0] > 0:
-            P.trace = &tr[0]
-            P.trace_len = tr.shape[0]
-    coef_view = None
-    if callback is not None:
-        coef_view = np.asarray(wv)[:d].view()
-        coef_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
-    with nogil:
-        sorel_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _report_hook, <void*>mon)
-    if mon.error is not None:
-        raise mon.error
-    return res.status, res.n_epochs, res.primal, res.error, mon.rows
 
 
 def _fit_prospect(const floating[::1] data, const index_t[::1] indices,

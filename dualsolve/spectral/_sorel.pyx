@@ -25,6 +25,7 @@ from libc.math cimport log1p, isfinite, sqrt, NAN, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
@@ -309,7 +310,7 @@ cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal,
                       const double* lam) noexcept nogil:
     with gil:
-        return 1 if (<object>ctx).report(epoch, primal, NAN, NAN) else 0
+        return report_or_stop(<object>ctx, (epoch, primal, NAN, NAN))
 
 
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,

@@ -19,7 +19,7 @@ import numpy as np
 from .._validation import (ConvergenceWarning, check_csr, check_positive, check_int,
                            check_seed, check_choice)
 from ..model import Model, make_history
-from . import _baselines
+from . import _baselines, _sorel
 from .sorel import _index_arrays, _loss_setup
 from .spectra import resolve_spectrum, spectrum as named_spectrum
 
@@ -236,10 +236,12 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
         return k * per_epoch
 
     data, indices, indptr = _index_arrays(Xc)
-    status, n_epochs, primal, error, rows = _baselines._fit_lsvrg(
-        data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), _FORMS[form],
-        _SAMPLING[sampling], batch_size, steps, max_epochs, seed, int(verbose),
-        _with_passes(callback, passes), trace=_trace, loss_param=lparam)
+    # LSVRG (nu = 0) is SOREL's loop with the vertex lambda and no dual proximal term
+    status, n_epochs, primal, error, rows = _sorel._fit(
+        data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), 0.0, 1.0,
+        0.0, _FORMS[form], _SAMPLING[sampling], batch_size, steps, max_epochs, seed, True,
+        int(verbose), _with_passes(callback, passes), trace=_trace, loss_param=lparam,
+        eta_guard=False)
     if error:
         raise ValueError("alpha mu >= 1 in the gradient form")  # pragma: no cover
     params = dict(loss=loss, spectrum=_spectrum_name(spectrum), spectrum_param=spectrum_param,
