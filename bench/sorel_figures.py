@@ -33,13 +33,16 @@ seeds 1 and 2, the criterion is the training objective averaged over the last 10
 over the seeds, run for the paper's horizon (64 passes on yacht, energy, concrete; 32 on
 kin8nm and power, as [code-Prospect]'s plots); alpha in {1e-4, 3e-4, ..., 3e-1} and, for
 SOREL, C in {0.01, 0.02, 0.04, 0.1, 0.2, 0.4, 1, 2, 4} (eta_k = C (k+1)/n). A run whose
-objective exceeds 1.5 F(w_0) or stops being finite is stopped and counts as failed
-([code-Prospect]'s rule). The selected setting is then run for the full budget (1000 passes on the
-three small sets, 400 on kin8nm and power) with fresh seeds 0-4, without the divergence stop:
-seed 0 is plotted and gives the tables' passes and seconds; the tables also count how many of
-the five seeds reach 1e-6 and 1e-8. SOREL is also run with the paper's own (alpha, C)
-([code-SOREL]'s table, spec 4.4) for comparison. The grid is cached (``$DUALSOLVE_CACHE``/sorel_tuning.json); its cost (runs and
-seconds) is reported with the results.
+objective exceeds 1.5 F(w_0) or stops being finite (the solver's status "diverged": it leaves
+the non-finite epoch out of its history) is stopped and counts as failed ([code-Prospect]'s
+rule). The selected setting is then run for the full budget (1000 passes on the three small
+sets, 400 on kin8nm and power) with fresh seeds 0-4, without the divergence stop: seed 0 is
+plotted and gives the tables' passes and seconds (the first epoch at or below each target,
+flagged when the run is above it again at its end); the tables also count how many of the
+five seeds reach 1e-6 and 1e-8, and how many end below. SOREL is also run with the paper's
+own (alpha, C) ([code-SOREL]'s table, spec 4.4) for comparison. The grid is cached
+(``$DUALSOLVE_CACHE``/sorel_tuning.json); its cost (runs and seconds) is reported with the
+results.
 
 The methods are an explicit list (``--methods``): SOREL (``train_sorel``; its dual-step guard,
 on by default, is reported), LSVRG (``train_lsvrg``), Prospect (``train_prospect``) and SGD
@@ -51,10 +54,12 @@ with the paper's uncapped schedule and with the guard (docs/img/sorel_guard.png)
 Usage (one process, single-threaded BLAS)::
 
     export DUALSOLVE_DATA=/path/to/data OPENBLAS_NUM_THREADS=1
-    python bench/sorel_figures.py                               # everything
+    python bench/sorel_figures.py                               # everything (~1.5 min from
+                                                                # scratch, ~1 min with the cache)
     python bench/sorel_figures.py --methods sorel               # SOREL only
     python bench/sorel_figures.py --datasets yacht --spectra esrm --methods sorel lsvrg
     python bench/sorel_figures.py --table                       # print the tables from the JSON
+    python bench/sorel_figures.py --plots-only                  # redraw the figures from it
     python bench/sorel_figures.py --quick                       # smoke run
 
 Writes bench/results/sorel_figures.json (merged per data set, spectrum and method, so partial
@@ -165,11 +170,24 @@ def _read_json(path):
     return {}
 
 
+def _compact(obj, in_list=False):
+    """Floats inside lists (the curves) to 7 significant digits, far more than any plot
+    or table here reads, so the committed JSON stays small; scalars such as F* keep every
+    digit."""
+    if isinstance(obj, float) and in_list:
+        return float(f"{obj:.7g}")
+    if isinstance(obj, dict):
+        return {k: _compact(v, in_list) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_compact(v, True) for v in obj]
+    return obj
+
+
 def _write_json(path, obj):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
+        json.dump(_compact(obj), f, separators=(",", ":"))
     os.replace(tmp, path)
 
 
@@ -221,7 +239,10 @@ def run(method, X, y, kind, setting, passes, seed, F0, stop_diverged=True, **ext
         return None, time.perf_counter() - t0, f"rejected: {exc}"
     sec = time.perf_counter() - t0
     p = m.history["primal"]
-    if not np.all(np.isfinite(p)) or (stop_diverged and p[-1] > DIVERGED * F0):
+    # a solver that meets a non-finite objective stops with status "diverged" and leaves
+    # that epoch out of its history (the baselines do): the history alone looks finite
+    if (m.params.get("status") == "diverged" or not np.all(np.isfinite(p))
+            or (stop_diverged and p[-1] > DIVERGED * F0)):
         return m, sec, "diverged"
     return m, sec, None
 
@@ -277,11 +298,22 @@ def _sig(a, digits=5):
 
 
 def to_targets(sub, passes, secs):
+    """Per target: the first epoch at or below it (passes, seconds), and whether the run
+    ends below it (``stays``; ``stays_passes``: from where on it never goes back above).
+    A method that oscillates (SGD at its bias floor, LSVRG / Prospect near ties) can cross
+    a target once and leave it again."""
     out = {}
     for t in TARGETS:
         hit = np.flatnonzero(sub <= t)
-        out[f"{t:g}"] = (dict(passes=float(passes[hit[0]]), seconds=float(secs[hit[0]]))
-                         if hit.size else None)
+        if not hit.size:
+            out[f"{t:g}"] = None
+            continue
+        above = np.flatnonzero(~(sub <= t))
+        last_above = above[-1] if above.size else -1
+        stays = bool(last_above < len(sub) - 1)
+        out[f"{t:g}"] = dict(passes=float(passes[hit[0]]), seconds=float(secs[hit[0]]),
+                             stays=stays,
+                             stays_passes=float(passes[last_above + 1]) if stays else None)
     return out
 
 
@@ -333,6 +365,8 @@ def final_runs(method, X, y, kind, setting, budget, F0, Fs, n):
     ok = [p for p in entry["per_seed"] if "targets" in p]
     entry["seeds_reached"] = {f"{t:g}": sum(p["targets"][f"{t:g}"] is not None for p in ok)
                               for t in TARGETS}
+    entry["seeds_end_below"] = {f"{t:g}": sum(p["final_subopt"] <= t for p in ok)
+                                for t in TARGETS}
     entry["worst_final_subopt"] = max((p["final_subopt"] for p in ok), default=None)
     if "subopt" not in entry:
         entry["error"] = entry["per_seed"][0].get("failure")
@@ -392,8 +426,9 @@ def _fmt_setting(s):
 
 def _fmt_target(t, max_passes):
     if t is None:
-        return f"not reached in {max_passes:.4g} passes"
-    return f"{t['passes']:g} p / {t['seconds']:.3g} s"
+        return f"not reached in {max_passes:.0f} passes"
+    return (f"{t['passes']:.4g} p / {t['seconds']:.3g} s"
+            + ("" if t.get("stays", True) else " (left again)"))
 
 
 # --------------------------------------------------------------------------- guard demo
@@ -441,7 +476,7 @@ def plot_dataset(name, results, methods):
     kinds = [k for k in SPECTRA if k in results.get(name, {})]
     if not kinds:
         return None
-    fig, axes = plt.subplots(2, len(kinds), figsize=(4.2 * len(kinds), 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(kinds), figsize=(4.2 * len(kinds), 7.6), squeeze=False)
     for j, kind in enumerate(kinds):
         pair = results[name][kind]
         for method in LABELS:
@@ -463,11 +498,12 @@ def plot_dataset(name, results, methods):
             if j == 0:
                 ax.set_ylabel("(F - F*) / (F(0) - F*)")
         axes[0, j].set_title(f"{name}, {SPECTRA[kind][1]}")
-        axes[0, j].legend(fontsize=7, loc="upper right")
+        # below the panels, so that no curve is hidden (the settings differ per spectrum)
+        axes[1, j].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.tight_layout()
     os.makedirs(IMG, exist_ok=True)
     path = os.path.join(IMG, f"sorel_{name}.png")
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -508,13 +544,15 @@ def plot_guard(results):
 
 def tables(results, methods=LABELS):
     """Markdown: per data set, one row per (spectrum, method); the targets are seed 0's."""
-    lines = []
+    lines = ["Cells: passes (p) and seconds (s) at which seed 0 first reaches the target; "
+             "\u2020: it is above the target again at the end of the run. Last column: of the "
+             "five seeds, how many reach 1e-6 / 1e-8, and in brackets how many end below it."]
     for name in DATASETS:
         if name not in results:
             continue
         lines.append(f"\n**{name}** (n = {next(iter(results[name].values()))['n']})\n")
         lines.append("| spectrum | method | alpha, C (used; paper) | to 1e-4 | to 1e-6 | "
-                     "to 1e-8 | final | (F-F*)/F* final | seeds to 1e-6 / 1e-8 |")
+                     "to 1e-8 | final | (F-F*)/F* final | seeds: 1e-6; 1e-8 |")
         lines.append("|---|---|---|---|---|---|---|---|---|")
         for kind in SPECTRA:
             pair = results[name].get(kind)
@@ -531,14 +569,77 @@ def tables(results, methods=LABELS):
                 cells = []
                 for t in TARGETS:
                     v = e["targets"][f"{t:g}"]
-                    cells.append(f"not reached in {last:.4g} passes" if v is None else
-                                 f"{v['passes']:g} p, {v['seconds']:.2g} s")
+                    cells.append(f"not reached in {last:.0f} passes" if v is None else
+                                 f"{v['passes']:.4g} p, {v['seconds']:.2g} s"
+                                 + ("" if v.get("stays", True) else " \u2020"))
                 sel = _fmt_setting(e["setting"]).replace("alpha=", "").replace("C=", "")
                 pap = _fmt_setting(e["paper"]).replace("alpha=", "").replace("C=", "")
                 sr, ns = e.get("seeds_reached", {}), len(e.get("per_seed", []))
+                sb = e.get("seeds_end_below", {})
+                seeds = "; ".join(f"{sr.get(k)}/{ns} ({sb.get(k, '?')})"
+                                  for k in ("1e-06", "1e-08"))
                 lines.append(f"| {kind} | {method} | {sel}; {pap} | " + " | ".join(cells)
                              + f" | {e['final_subopt']:.1e} | {e['final_rel']:.1e} | "
-                             f"{sr.get('1e-06')}/{ns}, {sr.get('1e-08')}/{ns} |")
+                             f"{seeds} |")
+    return "\n".join(lines)
+
+
+def steps_table(results):
+    """The selected settings per pair and method, with [code-SOREL]'s in brackets."""
+    meths = [m for m in METHODS]
+    lines = ["| data set | spectrum | " + " | ".join(
+                 f"{m} {'(alpha, C)' if METHODS[m][2] else 'alpha'}" for m in meths) + " |",
+             "|---|---|" + "---|" * len(meths)]
+    for name in DATASETS:
+        for kind in SPECTRA:
+            p = results.get(name, {}).get(kind)
+            if not p:
+                continue
+            cells = []
+            for m in meths:
+                e = p["methods"].get(m)
+                if not e or "setting" not in e:
+                    cells.append("-")
+                    continue
+                fmt = lambda st: ", ".join(f"{v:g}" for v in st.values())  # noqa: E731
+                cells.append(f"{fmt(e['setting'])} ({fmt(e['paper'])})")
+            lines.append(f"| {name} | {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary_table(results):
+    """Per pair and target: the method that gets there first in passes and in seconds
+    (seed 0, first crossing; SOREL = the tuned SOREL), with SOREL's own value; a dagger:
+    that run is above the target again at its end."""
+    meths = [m for m in METHODS]
+    lines = ["| data set | spectrum | target | fewest passes | SOREL passes | "
+             "fewest seconds | SOREL seconds | reached by |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name in DATASETS:
+        for kind in SPECTRA:
+            p = results.get(name, {}).get(kind)
+            if not p:
+                continue
+            for t in TARGETS[1:]:
+                got = {}
+                for m in meths:
+                    e = p["methods"].get(m)
+                    v = e.get("targets", {}).get(f"{t:g}") if e else None
+                    if v is not None:
+                        got[m] = v
+                if not got:
+                    lines.append(f"| {name} | {kind} | {t:g} | none | | | | none |")
+                    continue
+                bp = min(got, key=lambda m: got[m]["passes"])
+                bs = min(got, key=lambda m: got[m]["seconds"])
+                so = got.get("SOREL")
+                dg = {m: "" if got[m].get("stays", True) else "\u2020" for m in got}
+                lines.append(
+                    f"| {name} | {kind} | {t:g} | {bp}{dg[bp]} ({got[bp]['passes']:.4g}) | "
+                    f"{'-' if so is None else format(so['passes'], '.4g')} | "
+                    f"{bs}{dg[bs]} ({got[bs]['seconds'] * 1e3:.2g} ms) | "
+                    f"{'-' if so is None else format(so['seconds'] * 1e3, '.2g') + ' ms'} | "
+                    f"{', '.join(m + dg[m] for m in got)} |")
     return "\n".join(lines)
 
 
@@ -570,6 +671,8 @@ def main(argv=None):
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny grids and budgets")
     ap.add_argument("--table", action="store_true", help="print the tables from the JSON")
+    ap.add_argument("--plots-only", action="store_true",
+                    help="redraw the figures from the JSON (no runs)")
     args = ap.parse_args(argv)
     lower = {m.lower(): m for m in METHODS}
     try:
@@ -580,6 +683,19 @@ def main(argv=None):
     if args.table:
         print(reference_table(results))
         print(tables(results))
+        print("\nSelected settings (in brackets: [code-SOREL]'s table)\n")
+        print(steps_table(results))
+        print("\nWho gets there first (seed 0)\n")
+        print(summary_table(results))
+        return
+    if args.plots_only:
+        for name in args.datasets:
+            p = plot_dataset(name, results, list(LABELS))
+            if p:
+                print(f"  wrote {os.path.relpath(p, ROOT)}")
+        p = plot_guard(results)
+        if p:
+            print(f"  wrote {os.path.relpath(p, ROOT)}")
         return
     for m in methods:                  # fail early if a method is not in this checkout
         solver(m)
@@ -603,11 +719,19 @@ def main(argv=None):
             p = plot_guard(results)
             if p:
                 print(f"  wrote {os.path.relpath(p, ROOT)}")
+    total = time.perf_counter() - t0
     if not args.quick:
-        _write_json(RESULTS, _meta(results))
-    print(f"total {time.perf_counter() - t0:.0f} s")
+        results = _meta(results)
+        results["_meta"]["last_run"] = dict(argv=sys.argv[1:] if argv is None else list(argv),
+                                            seconds=round(total, 1))
+        _write_json(RESULTS, results)
+    print(f"total {total:.0f} s")
     print(reference_table(results))
     print(tables(results))
+    print("\nSelected settings (in brackets: [code-SOREL]'s table)\n")
+    print(steps_table(results))
+    print("\nWho gets there first (seed 0)\n")
+    print(summary_table(results))
 
 
 def _meta(results):

@@ -8,7 +8,7 @@ copy), a loss phi from ``dualsolve._core.losses`` and a spectrum sigma (ascendin
 
 Epoch k (0-based) from w_k, lambda_k and l(w_{k-1}):
 
-    theta = k/(k+1);  eta = min(C (k+1)/n, eta_max);  tau = tau_c n/(k+1)
+    theta = k/(k+1);  eta = min(C_k (k+1)/n, eta_max);  tau = tau_c n/(k+1)
     m = X w_k;  l_k = phi(m);  dbar = phi'(m)
     lambda_{k+1} = Proj_{Pi_sigma}(lambda_k + eta ((1+theta) l_k - theta l_{k-1}))
     gbar = X^T (lambda_{k+1} * dbar);  anchor w_k
@@ -19,9 +19,19 @@ Epoch k (0-based) from w_k, lambda_k and l(w_{k-1}):
         prox form:      w <- (w - alpha (sum_S c_i x_i + gbar) + (alpha/tau) w_k) / (1 + alpha mu + alpha/tau)
     w_{k+1} = the last iterate
 
-with lambda_0 = sigma[rank(l(w_0))] (the vertex) and l(w_{-1}) = l(w_0). The dense parts of
-a step (mu, tau, gbar, w_k) are applied lazily (``dualsolve._core.lazy`` DriftJIT): a step
-costs O(nnz of the rows), an epoch O(nnz(X) + n log n + d).
+with lambda_0 = sigma[rank(l(w_0))] (the vertex) and l(w_{-1}) = l(w_0).
+
+C_k = C / 2^(the number of times the dual-step guard has acted before epoch k): the guard
+(``eta_guard`` in ``train_sorel``; see sorel.py and the _sorel.pyx docstring) watches
+the dual steps s_k = lambda_{k+1} - lambda_k; when three successive pairs point in opposite
+directions (cos(s_j, s_{j-1}) < -1/2) without shrinking (||s_k|| >= 0.9 ||s_{k-3}||), C is
+halved for the rest of the run (eta halves at once, then grows at half the rate; again if
+it recurs). Without it the paper's eta_k = C (k+1)/n grows without bound and long runs leave
+the optimum again. ``sorel_run`` always runs with the guard (no_dual_prox disables it, there
+being no dual step); the paper's unguarded schedule is ``train_sorel(eta_guard=False)``.
+
+The dense parts of a step (mu, tau, gbar, w_k) are applied lazily (``dualsolve._core.lazy``
+DriftJIT): a step costs O(nnz of the rows), an epoch O(nnz(X) + n log n + d).
 
 Minimal use::
 
