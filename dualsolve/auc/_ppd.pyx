@@ -189,14 +189,14 @@ cdef inline void _scalar_step(const AucProblem* P, double eta, const double* sg,
 # Every untouched feature follows w_j <- rho w_j + beta w0_j, so the stage keeps
 # w = A z + B w0 with global A, B (A <- rho A, B <- rho B + beta) and the stage sum as
 # s_j + SA z_j + SB w0_j (SA, SB: the sums of A and B over the iterates so far; a touch
-# z_j += dz pays s_j -= SA dz). One 24-byte record (z, w0, s) per feature and no step
-# counter: a nonzero costs one cache line instead of the five arrays of the DriftJIT form.
-# A is folded back to 1 (O(d)) when it falls below REBASE_A, which bounds the rounding of
-# the sum to about eps / REBASE_A relative.
+# z_j += dz pays s_j -= SA dz). The scores need x_i.w0, which is fixed for the stage and
+# computed once (one pass over X), so a step reads and writes one 16-byte record (z, s)
+# per nonzero and no step counter, instead of the five arrays of the DriftJIT form. A is
+# folded back to 1 (O(d)) when it falls below REBASE_A, which bounds the rounding of the
+# sum to about eps / REBASE_A relative.
 
 ctypedef struct SgFeature:
     double z
-    double w0
     double s
 
 cdef extern from *:
@@ -208,27 +208,28 @@ cdef extern from *:
 
 cdef bint _sg_scaled_pays(const AucProblem* P, const index_t* indptr, double rho,
                           int64_t T) noexcept nogil:
-    """The scaled form when its O(d) folds, one every log(1/REBASE_A)/(1 - rho) steps, cost
-    at most about the sparse work between them (and rho >= 1/2, so a fold per step at most)."""
-    cdef double om = 1.0 - rho, period, nnz_step
-    if rho < 0.5:
+    """The scaled form when its setup pass over X (the scores x_i.w0) costs at most about
+    the stage's sparse work, and its O(d) folds, one every log(1/REBASE_A)/(1 - rho) steps,
+    at most about the sparse work between them (rho >= 1/2: a fold per step at most)."""
+    cdef double om = 1.0 - rho, period, nnz = <double>indptr[P.n]
+    cdef double nnz_step = <double>P.batch_size * nnz / <double>P.n
+    if rho < 0.5 or <double>T * nnz_step < 0.5 * nnz:
         return False
     if om <= 0.0:
         return True
     period = -log(REBASE_A) / om
     if period >= <double>T:
         return True
-    nnz_step = <double>P.batch_size * <double>indptr[P.n] / <double>P.n
     return period * nnz_step >= 0.5 * <double>P.d
 
 
-cdef inline void _sg_fold(SgFeature* F, Py_ssize_t d, double* A, double* B, double* SA,
-                          double* SB) noexcept nogil:
+cdef inline void _sg_fold(SgFeature* F, const double* w0, Py_ssize_t d, double* A, double* B,
+                          double* SA, double* SB) noexcept nogil:
     cdef Py_ssize_t j
     cdef double a = A[0], b = B[0], sa = SA[0], sb = SB[0]
     for j in range(d):
-        F[j].s += sa * F[j].z + sb * F[j].w0
-        F[j].z = a * F[j].z + b * F[j].w0
+        F[j].s += sa * F[j].z + sb * w0[j]
+        F[j].z = a * F[j].z + b * w0[j]
     A[0] = 1.0
     B[0] = 0.0
     SA[0] = 0.0
@@ -241,19 +242,23 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, j
     cdef SgFeature* F = <SgFeature*>malloc(d * sizeof(SgFeature))
     cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
+    cdef double* xw0 = <double*>malloc(P.n * sizeof(double))
+    cdef const double* w0 = P.w0
     cdef SgFeature* f
     cdef int64_t t
     cdef double sg[3]
-    cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, hw, c, dz
+    cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, c, dz
     cdef double a, b, al, suma, sumb
-    if F == NULL or nxt == NULL:
+    if F == NULL or nxt == NULL or xw0 == NULL:
         free(F)
         free(nxt)
+        free(xw0)
         return AUC_NO_BUFFER
     for j in range(d):                                # iterate 0 = w0 is in the sum (SA = 1)
-        F[j].z = P.w0[j]
-        F[j].w0 = P.w0[j]
+        F[j].z = w0[j]
         F[j].s = 0.0
+    for i in range(P.n):
+        xw0[i] = sparse_dot(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i], w0)
     a = P.a0
     b = P.b0
     al = P.alpha
@@ -270,12 +275,9 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
         for k in range(nb):
             i = P.batch[k]
             hz = 0.0
-            hw = 0.0
             for q in range(indptr[i], indptr[i + 1]):
-                f = &F[indices[q]]
-                hz += data[q] * f.z
-                hw += data[q] * f.w0
-            P.coef[k] = A * hz + B * hw
+                hz += data[q] * F[indices[q]].z
+            P.coef[k] = A * hz + B * xw0[i]
         _batch_grads(P, a, b, al, sg)
         An = rho * A
         Bn = rho * B + beta
@@ -299,18 +301,20 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
         if P.p_mode == AUC_P_ONLINE:
             _update_p(P)
         if A < REBASE_A:
-            _sg_fold(F, d, &A, &B, &SA, &SB)
+            _sg_fold(F, w0, d, &A, &B, &SA, &SB)
         if t + 1 < T - 1:
             memcpy(P.batch, nxt, nb * sizeof(Py_ssize_t))
         if _poll(poll, ctx, t) != 0:
             free(F)
             free(nxt)
+            free(xw0)
             return AUC_STOPPED
     for j in range(d):
-        P.w0[j] = (F[j].s + SA * F[j].z + SB * F[j].w0) / T
-        P.w[j] = P.w0[j]
+        P.w[j] = (F[j].s + SA * F[j].z + SB * w0[j]) / T
+    memcpy(P.w0, P.w, d * sizeof(double))
     free(F)
     free(nxt)
+    free(xw0)
     P.a0 = P.a = suma / T
     P.b0 = P.b = sumb / T
     P.alpha = al                                       # thrown away by the reset
