@@ -154,6 +154,14 @@ def main(argv=None):
             print(f"  {key:<9} time to {args.target:g}: {msg}", flush=True)
         out["time_to_target"] = results
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    if os.path.exists(args.json):       # a partial run (--skip-*, some solvers) updates the rest
+        with open(args.json) as f:
+            old = json.load(f)
+        if old.get("data") == out["data"] and old.get("lam") == out["lam"]:
+            for key in ("epoch_cost", "time_to_target"):
+                if key in out and key in old:
+                    out[key] = dict(old[key], **out[key])
+            out = dict(old, **out)
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1, default=float)
     print("wrote", os.path.relpath(args.json))
