@@ -217,6 +217,16 @@ cdef inline void _prefetch_features(const index_t* ind, Py_ssize_t nnz,
         DS_PREFETCH(feat + ind[q])
 
 
+cdef inline void _prefetch_order_row(const floating* data, const index_t* indices,
+                                     const index_t* indptr, const Py_ssize_t* order,
+                                     Py_ssize_t it, Py_ssize_t n_steps) noexcept nogil:
+    """Prefetch the CSR lines of the row visited at step it (if there is one)."""
+    cdef Py_ssize_t k
+    if it < n_steps:
+        k = order[it]
+        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+
+
 cdef inline double _dual_update(SpdcProblem* P, const Loss* loss, Py_ssize_t k, double dot,
                                 double sigma, double inv_sigma, bint dual_free) noexcept nogil:
     """The new y_k from dot = a_k . xt (and v_k for the dual-free step)."""
@@ -264,16 +274,10 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
     cdef int64_t t = P.t
     cdef Py_ssize_t it, k, q, lo, hi
     cdef double ynew, dy, c, a, xj
-    if n_steps > 0:
-        k = order[0]
-        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
-    if n_steps > 1:
-        k = order[1]
-        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+    _prefetch_order_row(data, indices, indptr, order, 0, n_steps)
+    _prefetch_order_row(data, indices, indptr, order, 1, n_steps)
     for it in range(n_steps):
-        if it + 2 < n_steps:
-            k = order[it + 2]
-            prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+        _prefetch_order_row(data, indices, indptr, order, it + 2, n_steps)
         if it + 1 < n_steps:
             k = order[it + 1]
             _prefetch_features(indices + indptr[k], indptr[k + 1] - indptr[k], feat)
@@ -525,16 +529,10 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
         _scaled_load(P, S, lp)
     a = S.a
     tau = S.tau
-    if n_steps > 0:
-        k = order[0]
-        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
-    if n_steps > 1:
-        k = order[1]
-        prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+    _prefetch_order_row(data, indices, indptr, order, 0, n_steps)
+    _prefetch_order_row(data, indices, indptr, order, 1, n_steps)
     for it in range(n_steps):
-        if it + 2 < n_steps:
-            k = order[it + 2]
-            prefetch_row(data + indptr[k], indices + indptr[k], indptr[k + 1] - indptr[k])
+        _prefetch_order_row(data, indices, indptr, order, it + 2, n_steps)
         if it + 1 < n_steps:
             k = order[it + 1]
             memset(S.next_bits, 0, sizeof(S.next_bits))

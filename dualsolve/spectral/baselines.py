@@ -20,13 +20,11 @@ from .._validation import (ConvergenceWarning, check_csr, check_positive, check_
                            check_seed, check_choice)
 from ..model import Model, make_history
 from . import _baselines, _sorel
-from .sorel import _index_arrays, _loss_setup
+from .sorel import _FORMS, _SAMPLING, _index_arrays, _loss_setup, _steps_setup
 from .spectra import resolve_spectrum, spectrum as named_spectrum
 
 __all__ = ["train_lsvrg", "train_prospect", "train_spectral_sgd"]
 
-_FORMS = {"gradient": 0, "prox": 1}
-_SAMPLING = {"uniform": 0, "permutation": 1}
 _STATUS = {1: "max_epochs", 2: "stopped", 3: "diverged"}
 
 
@@ -206,20 +204,8 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     (Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed,
      Lmax) = _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback,
                      "train_lsvrg")
-    batch_size = check_int(batch_size, "batch_size", 1)
-    if batch_size > n:
-        raise ValueError(f"batch_size must be <= n = {n} (the number of rows); got {batch_size}")
-    if sampling is None:
-        sampling = "uniform" if batch_size == 1 else "permutation"
-    check_choice(sampling, "sampling", tuple(_SAMPLING))
-    if sampling == "uniform" and batch_size > 1:
-        raise ValueError("sampling='uniform' draws one row per step; use "
-                         "sampling='permutation' with batch_size > 1")
-    if steps_per_epoch is None:
-        steps = n if sampling == "uniform" else n // batch_size
-    else:
-        steps = check_int(steps_per_epoch, "steps_per_epoch", 1)
-    form = check_choice(form, "form", tuple(_FORMS))
+    batch_size, sampling, steps, form = _steps_setup(batch_size, sampling, steps_per_epoch,
+                                                     form, n)
     auto = 1.0 / (16.0 * n * float(sigma.max()) * Lmax) if Lmax > 0 else 1.0
     if form == "gradient" and mu > 0:
         auto = min(auto, 0.5 / mu)

@@ -31,6 +31,25 @@ def _index_arrays(Xc):
     return Xc.data, Xc.indices, indptr
 
 
+def _steps_setup(batch_size, sampling, steps_per_epoch, form, n):
+    """Checked (batch_size, sampling, steps per epoch, form) of SOREL's loop (also LSVRG's)."""
+    batch_size = check_int(batch_size, "batch_size", 1)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= n = {n} (the number of rows); got {batch_size}")
+    if sampling is None:
+        sampling = "uniform" if batch_size == 1 else "permutation"
+    check_choice(sampling, "sampling", tuple(_SAMPLING))
+    if sampling == "uniform" and batch_size > 1:
+        raise ValueError("sampling='uniform' draws one row per step; use "
+                         "sampling='permutation' with batch_size > 1")
+    if steps_per_epoch is None:
+        steps = n if sampling == "uniform" else n // batch_size
+    else:
+        steps = check_int(steps_per_epoch, "steps_per_epoch", 1)
+    form = check_choice(form, "form", tuple(_FORMS))
+    return batch_size, sampling, steps, form
+
+
 def spectral_objective(X, y, w, *, loss="squared", spectrum, spectrum_param=None, mu=None):
     """F(w) = sum_i sigma_i l_[i](w) + (mu/2)||w||^2 (the objective of :func:`train_sorel`)."""
     Xc = check_csr(X)
@@ -163,20 +182,8 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     loss, lparam, y_int, classes = _loss_setup(loss, y, n)
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
     mu = 1.0 / n if mu is None else check_positive(mu, "mu", allow_zero=True)
-    batch_size = check_int(batch_size, "batch_size", 1)
-    if batch_size > n:
-        raise ValueError(f"batch_size must be <= n = {n} (the number of rows); got {batch_size}")
-    if sampling is None:
-        sampling = "uniform" if batch_size == 1 else "permutation"
-    check_choice(sampling, "sampling", tuple(_SAMPLING))
-    if sampling == "uniform" and batch_size > 1:
-        raise ValueError("sampling='uniform' draws one row per step; use "
-                         "sampling='permutation' with batch_size > 1")
-    if steps_per_epoch is None:
-        steps = n if sampling == "uniform" else n // batch_size
-    else:
-        steps = check_int(steps_per_epoch, "steps_per_epoch", 1)
-    form = check_choice(form, "form", tuple(_FORMS))
+    batch_size, sampling, steps, form = _steps_setup(batch_size, sampling, steps_per_epoch,
+                                                     form, n)
     if not isinstance(dual_prox, (bool, np.bool_)):
         raise TypeError(f"dual_prox must be a bool; got {type(dual_prox).__name__}")
     if not isinstance(eta_guard, (bool, np.bool_)):
