@@ -41,7 +41,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
-from dualsolve._core.csr cimport floating, index_t, sparse_dot, DS_PREFETCH
+from dualsolve._core.csr cimport floating, index_t, sparse_dot, prefetch_row, DS_PREFETCH
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
                                    drift_flush, drift_table_size, ScaledVec, sv_init,
@@ -236,12 +236,26 @@ cdef inline void _sg_fold(SgFeature* F, const double* w0, Py_ssize_t d, double* 
     SB[0] = 0.0
 
 
+cdef inline void _draw_prefetch_rows(const floating* data, const index_t* indices,
+                                     const index_t* indptr, AucProblem* P, Py_ssize_t* rows,
+                                     Py_ssize_t nb) noexcept nogil:
+    """Draw nb rows into rows (the next samples of the stream) and prefetch their CSR lines."""
+    cdef Py_ssize_t k, i
+    for k in range(nb):
+        i = _draw(P)
+        rows[k] = i
+        prefetch_row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
+
+
 cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
                               const index_t* indptr, AucProblem* P, int64_t T, double eta,
                               double rho, double beta, auc_poll poll, void* ctx) noexcept nogil:
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, j
     cdef SgFeature* F = <SgFeature*>malloc(d * sizeof(SgFeature))
-    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(nb * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(2 * nb * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* nxt_base = nxt
+    cdef Py_ssize_t* nxt2
+    cdef Py_ssize_t* tmp
     cdef double* xw0 = <double*>malloc(P.n * sizeof(double))
     cdef const double* w0 = P.w0
     cdef SgFeature* f
@@ -251,7 +265,7 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     cdef double a, b, al, suma, sumb
     if F == NULL or nxt == NULL or xw0 == NULL:
         free(F)
-        free(nxt)
+        free(nxt_base)
         free(xw0)
         return AUC_NO_BUFFER
     for j in range(d):                                # iterate 0 = w0 is in the sum (SA = 1)
@@ -264,12 +278,18 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     al = P.alpha
     suma = a
     sumb = b
+    # the samples are drawn two steps ahead (in the same order): the rows of step t + 2 are
+    # prefetched at step t, the records of their features at step t + 1
+    nxt2 = nxt + nb
     if T > 1:
         _draw_batch(P)
+    if T > 2:
+        _draw_prefetch_rows(data, indices, indptr, P, nxt, nb)
     for t in range(T - 1):
-        if t + 1 < T - 1:                              # draw the next batch now to prefetch it
+        if t + 2 < T - 1:
+            _draw_prefetch_rows(data, indices, indptr, P, nxt2, nb)
+        if t + 1 < T - 1:
             for k in range(nb):
-                nxt[k] = _draw(P)
                 for q in range(indptr[nxt[k]], indptr[nxt[k] + 1]):
                     DS_PREFETCH(F + indices[q])
         for k in range(nb):
@@ -304,16 +324,19 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
             _sg_fold(F, w0, d, &A, &B, &SA, &SB)
         if t + 1 < T - 1:
             memcpy(P.batch, nxt, nb * sizeof(Py_ssize_t))
+            tmp = nxt
+            nxt = nxt2
+            nxt2 = tmp
         if _poll(poll, ctx, t) != 0:
             free(F)
-            free(nxt)
+            free(nxt_base)
             free(xw0)
             return AUC_STOPPED
     for j in range(d):
         P.w[j] = (F[j].s + SA * F[j].z + SB * w0[j]) / T
     memcpy(P.w0, P.w, d * sizeof(double))
     free(F)
-    free(nxt)
+    free(nxt_base)
     free(xw0)
     P.a0 = P.a = suma / T
     P.b0 = P.b = sumb / T
