@@ -146,6 +146,18 @@ def mixup_ref():
 
 
 @pytest.fixture(scope="session")
+def spectral():
+    """The module tests/helpers/spectral_problems.py: standardized(name), ridge, objective."""
+    return _helper_module("spectral_problems")
+
+
+@pytest.fixture(scope="session")
+def yacht(spectral):
+    """yacht with the SOREL paper's preprocessing (dense)."""
+    return spectral.standardized("yacht")
+
+
+@pytest.fixture(scope="session")
 def adf_fixtures():
     """The module tests/helpers/adfsdca_fixtures.py: the spec's F1 and F3 problems."""
     return _helper_module("adfsdca_fixtures")

@@ -8,35 +8,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import dualsolve
 from dualsolve.spectral import spectrum as make_spectrum
 from dualsolve.spectral.reference import spectral_reference
 from dualsolve.spectral.sorel import spectral_objective, train_sorel
 
 SPECTRA = [("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
-
-
-def standardized(name):
-    X, y = dualsolve.datasets.load(name, dense=True)
-    X = (X - X.mean(0)) / X.std(0)
-    y = (y - y.mean()) / y.std(ddof=1)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def yacht():
-    return standardized("yacht")
-
-
-def ridge(X, y, mu):
-    n, d = X.shape
-    return np.linalg.solve(X.T @ X / n + mu * np.eye(d), X.T @ y / n)
-
-
-def F(X, y, w, sigma, mu, loss="squared"):
-    m = X @ w
-    l = 0.5 * (m - y) ** 2 if loss == "squared" else np.logaddexp(0.0, -y * m)
-    return float(np.dot(sigma, np.sort(l)) + 0.5 * mu * w @ w)
 
 
 # ---------------------------------------------------------------------------------------
@@ -116,32 +92,32 @@ def sorel_twin(X, y, sigma, mu, alpha, C, tau_c, epochs, trace, b=1, T=None, for
 
 
 @pytest.mark.parametrize("form", ["gradient", "prox"])
-def test_erm_equals_ridge(yacht, form):
+def test_erm_equals_ridge(spectral, yacht, form):
     X, y = yacht
     n = len(y)
-    w = ridge(X, y, 1.0 / n)
+    w = spectral.ridge(X, y, 1.0 / n)
     m = train_sorel(sp.csr_matrix(X), y, spectrum="erm", alpha=0.05, max_epochs=300, form=form)
     assert np.abs(m.coef - w).max() <= 1e-12 * np.abs(w).max()
     assert np.allclose(m.dual, 1.0 / n, rtol=0, atol=1e-15)    # lambda stays at 1/n
-    Fstar = F(X, y, w, np.full(n, 1.0 / n), 1.0 / n)
+    Fstar = spectral.objective(X, y, w, np.full(n, 1.0 / n), 1.0 / n)
     assert m.history["primal"][-1] - Fstar <= 1e-14 * Fstar
 
 
-def test_erm_equals_ridge_minibatch_and_sparse_float32():
+def test_erm_equals_ridge_minibatch_and_sparse_float32(spectral):
     rng = np.random.default_rng(0)
     n, d = 200, 30
     X = sp.random(n, d, density=0.2, random_state=1, format="csr", dtype=np.float64)
     X.data = np.sign(X.data - 0.5) * (0.5 + X.data)
     y = X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n)
     mu = 0.01
-    w = ridge(X.toarray(), y, mu)
+    w = spectral.ridge(X.toarray(), y, mu)
     m = train_sorel(X, y, spectrum="erm", mu=mu, alpha=0.1, batch_size=8, max_epochs=300,
                     form="prox")
     assert np.abs(m.coef - w).max() <= 1e-10 * np.abs(w).max()
     X32 = X.astype(np.float32)
     X32.indices = X32.indices.astype(np.int64)
     X32.indptr = X32.indptr.astype(np.int64)
-    w32 = ridge(X32.toarray().astype(np.float64), y, mu)
+    w32 = spectral.ridge(X32.toarray().astype(np.float64), y, mu)
     m32 = train_sorel(X32, y, spectrum="erm", mu=mu, alpha=0.1, max_epochs=200, form="prox")
     assert np.abs(m32.coef - w32).max() <= 1e-10 * np.abs(w32).max()
 
@@ -161,7 +137,7 @@ TWIN_CASES = [
 
 
 @pytest.mark.parametrize("case", TWIN_CASES)
-def test_twin_equals_cython(case):
+def test_twin_equals_cython(spectral, case):
     rng = np.random.default_rng(7)
     n, d = 60, 25
     X = sp.random(n, d, density=0.3, random_state=3, format="csr")
@@ -189,7 +165,8 @@ def test_twin_equals_cython(case):
                         form=case["form"], w0=w0)
     assert np.abs(m.coef - w).max() <= 1e-12 * max(1.0, np.abs(w).max())
     assert np.abs(m.dual - lam).max() <= 1e-12
-    assert m.history["primal"][-1] == pytest.approx(F(Xd.toarray(), y, w, sigma, 0.02),
+    assert m.history["primal"][-1] == pytest.approx(
+        spectral.objective(Xd.toarray(), y, w, sigma, 0.02),
                                                     rel=1e-12)
     # same seed, same result; dense input gives the same output as CSR (float64 case)
     m2 = train_sorel(X, y, **kw)
@@ -215,9 +192,9 @@ def test_twin_logistic_and_eta_cap():
     assert np.abs(m.dual - lam).max() <= 1e-12
 
 
-def test_batch_one_permutation_equals_serial_stream():
+def test_batch_one_permutation_equals_serial_stream(spectral):
     """Spec test 13: mini-batch SOREL with b = 1 is the serial method on the same rows."""
-    X, y = standardized("yacht")
+    X, y = spectral.standardized("yacht")
     n = len(y)
     tr1 = np.full(5 * n, -1, dtype=np.intp)
     tr2 = np.full(5 * n, -1, dtype=np.intp)
@@ -238,7 +215,7 @@ def test_batch_one_permutation_equals_serial_stream():
 
 @pytest.mark.parametrize("kind,param", SPECTRA)
 @pytest.mark.parametrize("form", ["gradient", "prox"])
-def test_converges_to_reference(yacht, kind, param, form):
+def test_converges_to_reference(spectral, yacht, kind, param, form):
     X, y = yacht
     ref = spectral_reference(X, y, spectrum=kind, spectrum_param=param)
     assert ref.gap <= 1e-12 * ref.primal
@@ -253,7 +230,8 @@ def test_converges_to_reference(yacht, kind, param, form):
     # lambda approaches the dual optimum, w the primal one (||w - w*||^2 <= 2 gap / mu)
     assert np.abs(m.dual - ref.lam).sum() <= 1e-2
     assert np.linalg.norm(m.coef - ref.coef) <= np.sqrt(2 * (Fk[-1] - ref.dual) / ref.mu) + 1e-12
-    assert F(X, y, m.coef, ref.sigma, ref.mu) == pytest.approx(Fk[-1], rel=1e-13)
+    Fw = spectral.objective(X, y, m.coef, ref.sigma, ref.mu)
+    assert Fw == pytest.approx(Fk[-1], rel=1e-13)
 
 
 @pytest.mark.parametrize("form", ["gradient", "prox"])
@@ -397,7 +375,7 @@ def test_guard_keeps_long_runs_at_the_optimum(yacht, kind, param, alpha, C, left
 # API
 
 
-def test_model_history_and_callback(yacht, capsys):
+def test_model_history_and_callback(spectral, yacht, capsys):
     X, y = yacht
     n = len(y)
     infos = []
@@ -406,12 +384,13 @@ def test_model_history_and_callback(yacht, capsys):
     assert infos == [0, 1, 2, 3] and m.n_epochs == 3 and m.params["status"] == "stopped"
     assert m.history.shape == (4,) and list(m.history["epoch"]) == [0, 1, 2, 3]
     assert np.isnan(m.history["dual"]).all() and np.isnan(m.history["gap"]).all()
-    assert m.history["primal"][0] == pytest.approx(F(X, y, np.zeros(X.shape[1]),
+    assert m.history["primal"][0] == pytest.approx(spectral.objective(
+        X, y, np.zeros(X.shape[1]),
                                                      make_spectrum("esrm", n), 1 / n), rel=1e-14)
     assert "primal" in capsys.readouterr().out
     assert m.dual.shape == (n,) and abs(m.dual.sum() - 1) < 1e-12
     assert spectral_objective(X, y, m.coef, spectrum="esrm") == pytest.approx(
-        F(X, y, m.coef, make_spectrum("esrm", n), 1 / n), rel=1e-14)
+        spectral.objective(X, y, m.coef, make_spectrum("esrm", n), 1 / n), rel=1e-14)
     with pytest.raises(ZeroDivisionError):
         train_sorel(X, y, spectrum="esrm", max_epochs=3, callback=lambda info: 1 / 0)
     w = m.coef.copy()

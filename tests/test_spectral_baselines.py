@@ -17,7 +17,6 @@ import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
 
-import dualsolve
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.spectral import spectrum as make_spectrum
 from dualsolve.spectral import _baselines
@@ -26,29 +25,6 @@ from dualsolve.spectral.reference import spectral_reference
 
 SPECTRA = [("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
 SOLVERS = [train_lsvrg, train_prospect, train_spectral_sgd]
-
-
-def standardized(name):
-    X, y = dualsolve.datasets.load(name, dense=True)
-    X = (X - X.mean(0)) / X.std(0)
-    y = (y - y.mean()) / y.std(ddof=1)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def yacht():
-    return standardized("yacht")
-
-
-def ridge(X, y, mu):
-    n, d = X.shape
-    return np.linalg.solve(X.T @ X / n + mu * np.eye(d), X.T @ y / n)
-
-
-def F(X, y, w, sigma, mu, loss="squared"):
-    m = X @ w
-    l = 0.5 * (m - y) ** 2 if loss == "squared" else np.logaddexp(0.0, -y * m)
-    return float(np.dot(sigma, np.sort(l)) + 0.5 * mu * w @ w)
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,7 +142,7 @@ def _close(a, b, tol=1e-12):
 
 @pytest.mark.parametrize("case", TWIN_CASES)
 @pytest.mark.parametrize("form,b", [("gradient", 1), ("prox", 1), ("gradient", 4)])
-def test_lsvrg_twin(case, form, b):
+def test_lsvrg_twin(spectral, case, form, b):
     X, y, rng = _random_problem(case["dtype"], case["itype"], case["loss"])
     n = X.shape[0]
     sigma = make_spectrum(case["kind"], n)
@@ -183,7 +159,8 @@ def test_lsvrg_twin(case, form, b):
                         form=form, w0=w0)
     assert _close(m.coef, w)
     assert np.array_equal(m.dual, lam)
-    assert m.history["primal"][-1] == pytest.approx(F(_dense(Xd), y, w, sigma, 0.02,
+    assert m.history["primal"][-1] == pytest.approx(spectral.objective(
+        _dense(Xd), y, w, sigma, 0.02,
                                                       case["loss"]), rel=1e-12)
     m2 = train_lsvrg(X, y, **kw)                   # same seed, same result
     assert np.array_equal(m2.coef, m.coef)
@@ -294,12 +271,12 @@ def test_sgd_batch_spectrum_of_explicit_weights(yacht):
 # ERM reduction: sigma = 1/n
 
 
-def test_erm_lsvrg_and_prospect_equal_ridge(yacht):
+def test_erm_lsvrg_and_prospect_equal_ridge(spectral, yacht):
     X, y = yacht
     n = len(y)
     mu = 1.0 / n
-    w = ridge(X, y, mu)
-    Fstar = F(X, y, w, np.full(n, 1.0 / n), mu)
+    w = spectral.ridge(X, y, mu)
+    Fstar = spectral.objective(X, y, w, np.full(n, 1.0 / n), mu)
     for f, kw in [(train_lsvrg, dict(alpha=0.05)), (train_lsvrg, dict(alpha=0.05, form="prox")),
                   (train_prospect, dict(alpha=0.04))]:
         m = f(sp.csr_matrix(X), y, spectrum="erm", max_epochs=300, seed=0, **kw)
@@ -355,7 +332,8 @@ REACH = {("lsvrg", "superquantile"): (1e-3, 3e-4), ("lsvrg", "extremile"): (1e-3
 
 @pytest.mark.parametrize("kind,param", SPECTRA)
 @pytest.mark.parametrize("solver", ["lsvrg", "prospect"])
-def test_variance_reduced_baselines_approach_reference(yacht, refs, kind, param, solver):
+def test_variance_reduced_baselines_approach_reference(spectral, yacht, refs, kind, param,
+                                                       solver):
     X, y = yacht
     ref = refs[kind]
     alpha, tol = REACH[(solver, kind)]
@@ -366,16 +344,17 @@ def test_variance_reduced_baselines_approach_reference(yacht, refs, kind, param,
         Fk = m.history["primal"]
         assert np.all(Fk >= ref.dual - 1e-15 * ref.primal)    # never below the certificate
         assert (Fk[-1] - ref.primal) / ref.primal <= tol
-        assert F(X, y, m.coef, ref.sigma, ref.mu) == pytest.approx(Fk[-1], rel=1e-13)
+        Fw = spectral.objective(X, y, m.coef, ref.sigma, ref.mu)
+        assert Fw == pytest.approx(Fk[-1], rel=1e-13)
 
 
 @pytest.mark.parametrize("kind,param", [("extremile", 2.5), ("esrm", 2.0)])
-def test_variance_reduced_baselines_converge_on_kin8nm(kind, param):
+def test_variance_reduced_baselines_converge_on_kin8nm(spectral, kind, param):
     """kin8nm (n = 8192): the losses at the optimum are distinct enough that lambda settles,
     and both methods reach the certified optimum to ~1e-12 (observed, 3 seeds: LSVRG <= 2.5e-13
     at alpha = 1e-4, the paper's pick; Prospect <= 3.4e-11 at 1e-3) in 64 epochs. Prospect's
     maintained order moves an entry ~50 places per step here, not n = 8192."""
-    X, y = standardized("kin8nm")
+    X, y = spectral.standardized("kin8nm")
     n = len(y)
     ref = spectral_reference(X, y, spectrum=kind, spectrum_param=param)
     assert ref.gap <= 1e-13 * ref.primal
@@ -409,7 +388,7 @@ def test_sgd_decreases_but_stalls_at_its_bias_floor(yacht, refs, kind, param):
 # API: history, passes, callback, divergence, Ctrl-C, bad input
 
 
-def test_history_passes_and_callback(yacht, capsys):
+def test_history_passes_and_callback(spectral, yacht, capsys):
     X, y = yacht
     n = len(y)
     expected = {train_lsvrg: lambda k: 2.0 * k,
@@ -428,7 +407,8 @@ def test_history_passes_and_callback(yacht, capsys):
         assert np.all(np.diff(m.history["time"]) >= 0)
         assert np.isnan(m.history["dual"]).all() and np.isnan(m.history["gap"]).all()
         assert m.history["primal"][0] == pytest.approx(
-            F(X, y, np.zeros(X.shape[1]), make_spectrum("esrm", n), 1 / n), rel=1e-14)
+            spectral.objective(X, y, np.zeros(X.shape[1]), make_spectrum("esrm", n), 1 / n),
+            rel=1e-14)
         assert infos[-1]["coef"].flags.writeable is False
         assert "primal" in capsys.readouterr().out
         with pytest.raises(ZeroDivisionError):

@@ -9,25 +9,10 @@ import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
 
-import dualsolve
 from dualsolve.spectral import spectrum
 from dualsolve.spectral.reference import spectral_reference
 
 SPECTRA = [("erm", None), ("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
-
-
-def standardized(name):
-    """The paper's preprocessing (spec 4.1) on the whole bundled set: X standardised with the
-    population std, y centred and divided by its ddof=1 std, no intercept."""
-    X, y = dualsolve.datasets.load(name, dense=True)
-    X = (X - X.mean(0)) / X.std(0)
-    y = (y - y.mean()) / y.std(ddof=1)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def yacht():
-    return standardized("yacht")
 
 
 def primal(X, y, w, sigma, mu):
@@ -70,8 +55,8 @@ def test_weak_duality_fuzz(yacht, kind, param):
 
 
 @pytest.mark.parametrize("name", ["yacht", "energy"])
-def test_erm_is_ridge(name):
-    X, y = standardized(name)
+def test_erm_is_ridge(spectral, name):
+    X, y = spectral.standardized(name)
     n, d = X.shape
     mu = 1.0 / n
     w = np.linalg.solve(X.T @ X / n + mu * np.eye(d), X.T @ y / n)
