@@ -307,6 +307,43 @@ cdef class _Objective:
 
 
 
+cdef tuple _run_epochs(const floating* data, const index_t* indices, const index_t* indptr,
+                       SorelProblem* Q, ProspectProblem* PP, SgdProblem* PS, double alpha,
+                       Py_ssize_t steps, Py_ssize_t max_epochs, object mon):
+    """The epochs of Prospect (PP) or SGD (PS, the other NULL), each followed by F(w)
+    (``Q``, not counted in the solver's clock) and the monitor's report. Returns (status,
+    epochs done, last F)."""
+    cdef double F
+    cdef int status = SOREL_MAX_EPOCHS
+    cdef Py_ssize_t k, n_epochs = 0
+    t0 = time.perf_counter()
+    with nogil:
+        F = sorel_objective(data, indices, indptr, Q, False)
+    mon.t0 += time.perf_counter() - t0
+    if not isfinite(F):
+        return SOREL_DIVERGED, 0, F
+    if mon.report(0, F, NAN, NAN):
+        return SOREL_STOPPED, 0, F
+    for k in range(max_epochs):
+        with nogil:
+            if PP != NULL:
+                prospect_epoch(data, indices, indptr, PP, steps)
+            else:
+                sgd_epoch(data, indices, indptr, PS, alpha, steps)
+        t0 = time.perf_counter()
+        with nogil:
+            F = sorel_objective(data, indices, indptr, Q, True)
+        mon.t0 += time.perf_counter() - t0
+        n_epochs = k + 1
+        if not isfinite(F):
+            status = SOREL_DIVERGED
+            break
+        if mon.report(k + 1, F, NAN, NAN):
+            status = SOREL_STOPPED
+            break
+    return status, n_epochs, F
+
+
 def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
                   const index_t[::1] indptr, Py_ssize_t n_features, const double[::1] y,
                   str loss, const double[::1] sigma, double mu, double[::1] w,
@@ -350,34 +387,10 @@ def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
         coef_view = np.asarray(wv)[:d].view()
         coef_view.flags.writeable = False
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
-    cdef double F
-    cdef int status = SOREL_MAX_EPOCHS
     with nogil:
         prospect_start(&data[0], &indices[0], &indptr[0], &P, alpha, seed)
-    t0 = time.perf_counter()
-    with nogil:
-        F = sorel_objective(&data[0], &indices[0], &indptr[0], Q, False)
-    mon.t0 += time.perf_counter() - t0
-    n_epochs = 0
-    if not isfinite(F):
-        status = SOREL_DIVERGED
-    elif mon.report(0, F, NAN, NAN):
-        status = SOREL_STOPPED
-    else:
-        for k in range(max_epochs):
-            with nogil:
-                prospect_epoch(&data[0], &indices[0], &indptr[0], &P, n)
-            t0 = time.perf_counter()
-            with nogil:
-                F = sorel_objective(&data[0], &indices[0], &indptr[0], Q, True)
-            mon.t0 += time.perf_counter() - t0
-            n_epochs = k + 1
-            if not isfinite(F):
-                status = SOREL_DIVERGED
-                break
-            if mon.report(k + 1, F, NAN, NAN):
-                status = SOREL_STOPPED
-                break
+    status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, &P, NULL, 0.0, n,
+                                      max_epochs, mon)
     prospect_lambda(&P, &lam[0])
     if mon.error is not None:
         raise mon.error
@@ -419,32 +432,8 @@ def _fit_sgd(const floating[::1] data, const index_t[::1] indices, const index_t
         coef_view = np.asarray(wv)[:d].view()
         coef_view.flags.writeable = False
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
-    cdef double F
-    cdef int status = SOREL_MAX_EPOCHS
-    t0 = time.perf_counter()
-    with nogil:
-        F = sorel_objective(&data[0], &indices[0], &indptr[0], Q, False)
-    mon.t0 += time.perf_counter() - t0
-    n_epochs = 0
-    if not isfinite(F):
-        status = SOREL_DIVERGED
-    elif mon.report(0, F, NAN, NAN):
-        status = SOREL_STOPPED
-    else:
-        for k in range(max_epochs):
-            with nogil:
-                sgd_epoch(&data[0], &indices[0], &indptr[0], &P, alpha, T)
-            t0 = time.perf_counter()
-            with nogil:
-                F = sorel_objective(&data[0], &indices[0], &indptr[0], Q, True)
-            mon.t0 += time.perf_counter() - t0
-            n_epochs = k + 1
-            if not isfinite(F):
-                status = SOREL_DIVERGED
-                break
-            if mon.report(k + 1, F, NAN, NAN):
-                status = SOREL_STOPPED
-                break
+    status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, NULL, &P, alpha, T,
+                                      max_epochs, mon)
     if mon.error is not None:
         raise mon.error
     return status, n_epochs, F, mon.rows
