@@ -231,6 +231,23 @@ def test_twin_float32_noncanonical_online_minibatch_reset(method):
     np.testing.assert_allclose(m2.coef, m3.coef, rtol=1e-12, atol=1e-14)
 
 
+def test_digamma_gap_equals_exact_sums():
+    """psi(a + g) - psi(a) = sum_{k < g} 1/(a + k) for integer g: the catch-up's digamma
+    difference (asymptotic series in differenced form for a >= 30, scipy below) against the
+    exactly rounded sum, over a from 0.01 to 1e8."""
+    import math
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for a in np.r_[rng.uniform(0.01, 60, 200), 10 ** rng.uniform(1, 8, 200), 29.999, 30.0]:
+        for g in (0, 1, 2, 17, 100, 1000):
+            ref = math.fsum(1.0 / (a + k) for k in range(g))
+            got = _ppd._digamma_gap(float(a), float(g))
+            assert got == ref if g == 0 else abs(got - ref) <= 2e-13 * ref
+            if g:
+                worst = max(worst, abs(got - ref) / ref)
+    assert worst > 0.0                                  # the check compares real numbers
+
+
 def test_adagrad_long_gaps_use_digamma_sums():
     # a rarely touched feature: gaps of hundreds of steps go through the digamma formula
     rng = np.random.default_rng(4)

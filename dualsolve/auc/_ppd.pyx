@@ -409,6 +409,27 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
     return AUC_OK
 
 
+cdef inline double _psi_tail(double y) noexcept nogil:
+    """ln x - 1/(2x) - psi(x) to the x^-6 term of the asymptotic series, y = 1/x."""
+    cdef double y2 = y * y
+    return y2 * (1.0 / 12.0 - y2 * (1.0 / 120.0 - y2 * (1.0 / 252.0)))
+
+
+cdef inline double digamma_gap(double a, double g) noexcept nogil:
+    """psi(a + g) - psi(a) for a > 0, g >= 0. For a >= 30 the asymptotic series in differenced
+    form: log1p(g/a) carries the leading term without cancellation, and the series' next
+    term bounds the error by 2/(240 a^8) < 1.3e-14 absolute; below, scipy's psi."""
+    cdef double b = a + g
+    if a < 30.0:
+        return psi(b) - psi(a)
+    return log1p(g / a) - 0.5 * (1.0 / b - 1.0 / a) - (_psi_tail(1.0 / b) - _psi_tail(1.0 / a))
+
+
+def _digamma_gap(double a, double g):
+    """digamma_gap for tests."""
+    return digamma_gap(a, g)
+
+
 cdef inline void _ada_catch_up(AucProblem* P, Py_ssize_t j, int64_t m, double eta,
                                double B) noexcept nogil:
     """Add the iterates last[j]+1 .. m of feature j (G_j, S2_j constant over them) to wsum."""
@@ -429,7 +450,7 @@ cdef inline void _ada_catch_up(AucProblem* P, Py_ssize_t j, int64_t m, double et
         else:
             # sum_r (c1 + c2 r)/(D + B r) = cnt c2/B + (c1 - c2 D/B) (psi(x+m+1) - psi(x+m1))/B
             x = D / B
-            s = cnt * c2 / B + (c1 - c2 * x) * (psi(x + m + 1.0) - psi(x + m1)) / B
+            s = cnt * c2 / B + (c1 - c2 * x) * digamma_gap(x + m1, cnt) / B
     P.wsum[j] += cnt * P.w0[j] - s
     P.last[j] = m
 
