@@ -18,7 +18,7 @@ caught up per feature (``dualsolve._core.lazy``). Minimal use::
 
     auc_problem_init(&P, n, d, y, lam, inv_gamma, batch_size, w, w0, wsum, last, gsum, batch, coef)
     P.tab = table; P.tab_size = T_cap            # PPD-SG (drift_table_size(T_cap) doubles)
-    P.G = G; P.S2 = S2; P.mark = mark; P.delta = delta   # PPD-AdaGrad
+    P.delta = delta                                # PPD-AdaGrad (its records are its own)
     P.pstamp = st; P.pstamp_lo = st_lo; P.R1 = R1; P.R2 = R2   # PGA
     rng_seed(&P.rng, seed)
     for each stage k:                              # w0, a0, b0, alpha hold the stage start
@@ -69,9 +69,6 @@ ctypedef struct AucProblem:
     double* coef               # batch_size (work)
     double* tab                # PPD-SG: drift tables, drift_table_size(tab_size) doubles
     int64_t tab_size           # flush every this many steps (>= 1)
-    double* G                  # d: PPD-AdaGrad gradient sums (work)
-    double* S2                 # d: PPD-AdaGrad squared-gradient sums (work)
-    int64_t* mark              # d: PPD-AdaGrad touched marks (work)
     double delta               # PPD-AdaGrad offset of H (> 0)
     double* pstamp             # d: PGA prefix-sum stamps, high part (work)
     double* pstamp_lo          # d: PGA prefix-sum stamps, low part (work)
