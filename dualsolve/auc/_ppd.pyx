@@ -244,15 +244,54 @@ cdef inline void _draw_prefetch_rows(const floating* data, const index_t* indice
         prefetch_row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
 
 
+ctypedef struct AheadQueue:
+    Py_ssize_t* base          # 2 batch_size entries
+    Py_ssize_t* next          # the batch of step t + 1 (rows prefetched)
+    Py_ssize_t* after         # the batch of step t + 2
+
+
+cdef inline bint _ahead_start(const floating* data, const index_t* indices,
+                              const index_t* indptr, AucProblem* P, AheadQueue* Q,
+                              int64_t T) noexcept nogil:
+    """Samples drawn two steps ahead of a stage of T iterates, in the stream's order: the
+    batch of step 0 into P.batch, that of step 1 into Q.next. False: out of memory."""
+    cdef Py_ssize_t nb = P.batch_size
+    Q.base = <Py_ssize_t*>malloc(2 * nb * sizeof(Py_ssize_t))
+    if Q.base == NULL:
+        return False
+    Q.next = Q.base
+    Q.after = Q.base + nb
+    if T > 1:
+        _draw_batch(P)
+    if T > 2:
+        _draw_prefetch_rows(data, indices, indptr, P, Q.next, nb)
+    return True
+
+
+cdef inline void _ahead_draw(const floating* data, const index_t* indices,
+                             const index_t* indptr, AucProblem* P, AheadQueue* Q, int64_t t,
+                             int64_t T) noexcept nogil:
+    """At the start of step t: draw the batch of step t + 2 and prefetch its rows."""
+    if t + 2 < T - 1:
+        _draw_prefetch_rows(data, indices, indptr, P, Q.after, P.batch_size)
+
+
+cdef inline void _ahead_shift(AucProblem* P, AheadQueue* Q, int64_t t, int64_t T) noexcept nogil:
+    """At the end of step t: the batch of step t + 1 becomes P.batch."""
+    cdef Py_ssize_t* tmp
+    if t + 1 < T - 1:
+        memcpy(P.batch, Q.next, P.batch_size * sizeof(Py_ssize_t))
+        tmp = Q.next
+        Q.next = Q.after
+        Q.after = tmp
+
+
 cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
                               const index_t* indptr, AucProblem* P, int64_t T, double eta,
                               double rho, double beta, auc_poll poll, void* ctx) noexcept nogil:
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, j
     cdef SgFeature* F = <SgFeature*>malloc(d * sizeof(SgFeature))
-    cdef Py_ssize_t* nxt = <Py_ssize_t*>malloc(2 * nb * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* nxt_base = nxt
-    cdef Py_ssize_t* nxt2
-    cdef Py_ssize_t* tmp
+    cdef AheadQueue Q
     cdef double* xw0 = <double*>malloc(P.n * sizeof(double))
     cdef const double* w0 = P.w0
     cdef SgFeature* f
@@ -260,9 +299,9 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     cdef double sg[3]
     cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, c, dz
     cdef double a, b, al, suma, sumb
-    if F == NULL or nxt == NULL or xw0 == NULL:
+    Q.base = NULL
+    if F == NULL or xw0 == NULL or not _ahead_start(data, indices, indptr, P, &Q, T):
         free(F)
-        free(nxt_base)
         free(xw0)
         return AUC_NO_BUFFER
     for j in range(d):                                # iterate 0 = w0 is in the sum (SA = 1)
@@ -275,19 +314,12 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     al = P.alpha
     suma = a
     sumb = b
-    # the samples are drawn two steps ahead (in the same order): the rows of step t + 2 are
-    # prefetched at step t, the records of their features at step t + 1
-    nxt2 = nxt + nb
-    if T > 1:
-        _draw_batch(P)
-    if T > 2:
-        _draw_prefetch_rows(data, indices, indptr, P, nxt, nb)
+    # the rows of step t + 2 are prefetched at step t, the records of their features at t + 1
     for t in range(T - 1):
-        if t + 2 < T - 1:
-            _draw_prefetch_rows(data, indices, indptr, P, nxt2, nb)
+        _ahead_draw(data, indices, indptr, P, &Q, t, T)
         if t + 1 < T - 1:
             for k in range(nb):
-                for q in range(indptr[nxt[k]], indptr[nxt[k] + 1]):
+                for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
                     DS_PREFETCH(F + indices[q])
         for k in range(nb):
             i = P.batch[k]
@@ -319,21 +351,17 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
             _update_p(P)
         if A < REBASE_A:
             _sg_fold(F, w0, d, &A, &B, &SA, &SB)
-        if t + 1 < T - 1:
-            memcpy(P.batch, nxt, nb * sizeof(Py_ssize_t))
-            tmp = nxt
-            nxt = nxt2
-            nxt2 = tmp
+        _ahead_shift(P, &Q, t, T)
         if _poll(poll, ctx, t) != 0:
             free(F)
-            free(nxt_base)
+            free(Q.base)
             free(xw0)
             return AUC_STOPPED
     for j in range(d):
         P.w[j] = (F[j].s + SA * F[j].z + SB * w0[j]) / T
     memcpy(P.w0, P.w, d * sizeof(double))
     free(F)
-    free(nxt_base)
+    free(Q.base)
     free(xw0)
     P.a0 = P.a = suma / T
     P.b0 = P.b = sumb / T
@@ -482,20 +510,12 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
     cdef double al0 = P.alpha
     cdef AdaFeature* F
     cdef AdaFeature* f
-    cdef Py_ssize_t* nxt
-    cdef Py_ssize_t* nxt2
-    cdef Py_ssize_t* tmp
-    cdef Py_ssize_t* nxt_base
+    cdef AheadQueue Q
     if not P.delta > 0.0:
         return AUC_NO_BUFFER
     F = <AdaFeature*>malloc(d * sizeof(AdaFeature))
-    nxt_base = <Py_ssize_t*>malloc(2 * nb * sizeof(Py_ssize_t))
-    if F == NULL or nxt_base == NULL:
-        free(F)
-        free(nxt_base)
+    if F == NULL:
         return AUC_NO_BUFFER
-    nxt = nxt_base
-    nxt2 = nxt_base + nb
     for j in range(d):
         F[j].G = 0.0
         F[j].S2 = 0.0
@@ -504,11 +524,9 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
         F[j].gsum = 0.0
         F[j].last = -1
         F[j].mark = -1
-    # samples drawn two steps ahead (same stream order), as in the scaled PPD-SG stage
-    if T > 1:
-        _draw_batch(P)
-    if T > 2:
-        _draw_prefetch_rows(data, indices, indptr, P, nxt, nb)
+    if not _ahead_start(data, indices, indptr, P, &Q, T):
+        free(F)
+        return AUC_NO_BUFFER
     for m in range(T):
         a = P.a0 - eta * Ga / (P.delta + sqrt(S2a) + Bab * m)
         b = P.b0 - eta * Gb / (P.delta + sqrt(S2b) + Bab * m)
@@ -517,11 +535,10 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
         if m == T - 1:
             break
         al = al0 - eta * Gal / (P.delta + sqrt(S2al))
-        if m + 2 < T - 1:
-            _draw_prefetch_rows(data, indices, indptr, P, nxt2, nb)
+        _ahead_draw(data, indices, indptr, P, &Q, m, T)
         if m + 1 < T - 1:
             for k in range(nb):
-                for q in range(indptr[nxt[k]], indptr[nxt[k] + 1]):
+                for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
                     f = &F[indices[q]]
                     DS_PREFETCH(f)
                     DS_PREFETCH(<char*>f + sizeof(AdaFeature) - 1)
@@ -571,21 +588,17 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
         S2al += sgal * sgal
         if P.p_mode == AUC_P_ONLINE:
             _update_p(P)
-        if m + 1 < T - 1:
-            memcpy(P.batch, nxt, nb * sizeof(Py_ssize_t))
-            tmp = nxt
-            nxt = nxt2
-            nxt2 = tmp
+        _ahead_shift(P, &Q, m, T)
         if _poll(poll, ctx, m) != 0:
             free(F)
-            free(nxt_base)
+            free(Q.base)
             return AUC_STOPPED
     for j in range(d):
         _ada_catch_up(P, &F[j], T - 1, eta, B)
         P.w0[j] = F[j].wsum / T
         P.w[j] = P.w0[j]
     free(F)
-    free(nxt_base)
+    free(Q.base)
     P.a0 = P.a = suma / T
     P.b0 = P.b = sumb / T
     P.alpha = al0 - eta * Gal / (P.delta + sqrt(S2al))
