@@ -11,12 +11,11 @@ import scipy.sparse as sp
 from dualsolve.auc import train_pga, auc_score, auc_surrogate_optimum, auc_surrogate_objective
 
 _spec = importlib.util.spec_from_file_location(
-    "dualsolve_tests_auc_ppd", pathlib.Path(__file__).parent / "test_auc_ppd.py")
-_ppd_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_ppd_tests)
-grads_np, random_csr, gaussian_problem, OnlineP = (
-    _ppd_tests.grads_np, _ppd_tests.random_csr, _ppd_tests.gaussian_problem,
-    _ppd_tests.OnlineP)
+    "dualsolve_tests_auc_twins", pathlib.Path(__file__).parent / "helpers" / "auc_twins.py")
+twins = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(twins)
+grads_np, OnlineP, random_csr, gaussian_problem, assert_twin = (
+    twins.grads_np, twins.OnlineP, twins.random_csr, twins.gaussian_problem, twins.assert_twin)
 
 RENORM = 1e-6      # the lazy loop folds sigma into z below this (counted by the twin)
 
@@ -44,16 +43,9 @@ def pga_twin(X, y, trace, etas, Ts, lam, gamma, B, R1=np.inf, R2=np.inf, p=None)
             pos += B
             if online is not None:
                 pp, pq = online.p, online.pq
-            g = np.zeros(d)
-            sg = np.zeros(3)
-            for i in batch:
-                c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, pp, pq)
-                g += (c * (1.0 / B)) * Xd[i]
-                sg += (ga, gb, gal)
-            sg *= 1.0 / B
+            g, sg = twins.batch_grads(Xd, y, batch, w, a, b, al, pp, pq)
             w = rho * w + (eta * inv_g) * w0 - eta * g
-            a, b, al = (a - eta * (sg[0] + (a - a0) * inv_g),
-                        b - eta * (sg[1] + (b - b0) * inv_g), al + eta * sg[2])
+            a, b, al = twins.scalar_step(a, b, al, sg, eta, a0, b0, inv_g)
             sigma, n_fold = (1.0, n_fold + 1) if sigma * rho < RENORM else (sigma, n_fold)
             sigma *= rho
             nrm = np.sqrt(w @ w + a * a + b * b)
@@ -84,15 +76,6 @@ def run_both(X, y, gamma, lam, B, R1=None, R2=None, seed=3, p=None, K=4, T0=50, 
     ref, counts = pga_twin(X, np.where(y > 0, 1.0, -1.0), trace[:used], etas, Ts, lam, gamma,
                            B, np.inf if R1 is None else R1, np.inf if R2 is None else R2, p)
     return m, ref, used, counts, trace[:used]
-
-
-def assert_twin(m, ref, used, tol=1e-12):
-    w, a, b, alpha, consumed = ref
-    assert consumed == used == m.params["n_samples"]
-    scale = max(1.0, np.abs(w).max())
-    assert np.abs(m.coef - w).max() <= tol * scale
-    for got, want in [(m.params["a"], a), (m.params["b"], b), (m.params["alpha"], alpha)]:
-        assert abs(got - want) <= tol * max(1.0, abs(want))
 
 
 # ---------------------------------------------------------------------------------------

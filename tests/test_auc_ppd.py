@@ -1,6 +1,8 @@
 """AUC family, part 2 (spec seed2 sections 2.2-2.4, 3.3, 3.5, 3.6; tests T3-T8, T10,
 T11, T13): PPD-SG and PPD-AdaGrad against dense NumPy twins that replay the same samples,
 and against the closed-form optimum of the surrogate."""
+import importlib.util
+import pathlib
 import warnings
 
 import numpy as np
@@ -12,37 +14,18 @@ from dualsolve.auc import (train_ppd_sg, train_ppd_adagrad, auc_score, auc_surro
 from dualsolve.auc import _ppd
 from dualsolve.auc import api as auc_api
 
+_spec = importlib.util.spec_from_file_location(
+    "dualsolve_tests_auc_twins", pathlib.Path(__file__).parent / "helpers" / "auc_twins.py")
+twins = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(twins)
+grads_np, OnlineP, random_csr, gaussian_problem, assert_twin = (
+    twins.grads_np, twins.OnlineP, twins.random_csr, twins.gaussian_problem, twins.assert_twin)
+
 SOLVERS = {"sg": train_ppd_sg, "adagrad": train_ppd_adagrad}
 
 
 # ---------------------------------------------------------------------------------------
 # the dense twin: O(d) per step, the stages of spec 2.2 / 2.3 written out literally
-
-
-def grads_np(h, yi, a, b, al, p, pq):
-    if yi > 0:
-        return (2 * (1 - p) * (h - a - 1 - al), -2 * (1 - p) * (h - a), 0.0,
-                -2 * (1 - p) * h - 2 * pq * al)
-    return 2 * p * (h - b + 1 + al), 0.0, -2 * p * (h - b), 2 * p * h - 2 * pq * al
-
-
-class OnlineP:
-    """Algorithm 4 (spec 2.4) with dualsolve's initial values."""
-
-    def __init__(self):
-        self.tp = self.tn = 0.0
-        self.ybar, self.p, self.pq, self.j = 0.5, 0.5, 0.25, 0
-
-    def update(self, ys):
-        m = len(ys)
-        npos = float(np.sum(ys > 0))
-        self.tp += npos
-        self.tn += m - npos
-        self.p = min(max(self.tp / (self.tp + self.tn), 1e-12), 1 - 1e-12)
-        self.ybar = ((self.j + 2) * self.ybar + npos) / (self.j + m + 2)
-        ss = np.sum(((ys > 0).astype(float) - self.ybar) ** 2)
-        self.pq = ((self.j + 1) * self.pq + ss) / (self.j + m + 1)
-        self.j += m
 
 
 def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=None):
@@ -65,16 +48,9 @@ def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=No
                 pos += B
                 if online is not None:
                     pp, pq = online.p, online.pq
-                g = np.zeros(d)
-                sg = np.zeros(3)
-                for i in batch:
-                    c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, pp, pq)
-                    g += (c * (1.0 / B)) * Xd[i]
-                    sg += (ga, gb, gal)
-                sg *= 1.0 / B
+                g, sg = twins.batch_grads(Xd, y, batch, w, a, b, al, pp, pq)
                 w = (1.0 - om) * w + (eta * inv_g) * w0 - eta * g
-                a, b, al = (a - eta * (sg[0] + (a - a0) * inv_g),
-                            b - eta * (sg[1] + (b - b0) * inv_g), al + eta * sg[2])
+                a, b, al = twins.scalar_step(a, b, al, sg, eta, a0, b0, inv_g)
                 wsum += w
                 suma += a
                 sumb += b
@@ -101,13 +77,8 @@ def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=No
                 pos += B
                 if online is not None:
                     pp, pq = online.p, online.pq
-                g = np.zeros(d)
-                sg = np.zeros(3)
-                for i in batch:
-                    c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, pp, pq)
-                    g += (c * (1.0 / B)) * Xd[i]
-                    sg += (ga, gb, -gal)
-                sg *= 1.0 / B
+                g, sg = twins.batch_grads(Xd, y, batch, w, a, b, al, pp, pq)
+                sg[2] = -sg[2]                         # AdaGrad descends on -dF/dalpha
                 G += g
                 S2 += g * g
                 Gs += sg
@@ -129,19 +100,6 @@ def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=No
     return w0, a0, b0, alpha, pos
 
 
-def random_csr(seed, n=300, d=40, density=0.1, p=0.2, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=density, random_state=rng, format="csr")
-    X.data = rng.standard_normal(X.nnz) * 0.7
-    keep = np.ones(n)
-    keep[5] = 0.0                                # an empty row
-    X = sp.diags(keep) @ X
-    X.eliminate_zeros()
-    X = sp.csr_matrix(X)
-    y = np.where(rng.random(n) < p, 1.0, -1.0)
-    return X.astype(dtype), y
-
-
 def run_both(X, y, method, gamma, lam, B, seed=3, p=None, alpha_reset="full", K=4, T0=50,
              eta0=0.1):
     etas = [eta0 / 3 ** k for k in range(K)]
@@ -156,15 +114,6 @@ def run_both(X, y, method, gamma, lam, B, seed=3, p=None, alpha_reset="full", K=
     ref = dense_twin(X, np.where(y > 0, 1.0, -1.0), trace[:used], method, etas, Ts, ms, lam,
                      gamma, B, delta=kw.get("delta", 0.0), p=p)
     return m, ref, used
-
-
-def assert_twin(m, ref, used):
-    w, a, b, alpha, consumed = ref
-    assert consumed == used == m.params["n_samples"]
-    scale = max(1.0, np.abs(w).max())
-    assert np.abs(m.coef - w).max() <= 1e-12 * scale
-    for got, want in [(m.params["a"], a), (m.params["b"], b), (m.params["alpha"], alpha)]:
-        assert abs(got - want) <= 1e-12 * max(1.0, abs(want))
 
 
 # ---------------------------------------------------------------------------------------
@@ -286,14 +235,6 @@ def test_gradients_match_finite_differences():
 
 # ---------------------------------------------------------------------------------------
 # T5 / T13: convergence to the exact optimum
-
-
-def gaussian_problem(seed, n, d=20, p=0.1, mu_seed=100):
-    mu = 0.3 * np.random.default_rng(mu_seed).standard_normal(d)
-    rng = np.random.default_rng(seed)
-    y = np.where(rng.random(n) < p, 1, -1)
-    X = rng.standard_normal((n, d)) + np.where(y[:, None] > 0, mu, 0.0)
-    return X, y
 
 
 @pytest.fixture(scope="module")

@@ -5,16 +5,14 @@ import pathlib
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from dualsolve.auc import train_solam, auc_score, auc_surrogate_optimum
 
 _spec = importlib.util.spec_from_file_location(
-    "dualsolve_tests_auc_ppd", pathlib.Path(__file__).parent / "test_auc_ppd.py")
-_ppd_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_ppd_tests)
-grads_np, random_csr, gaussian_problem = (_ppd_tests.grads_np, _ppd_tests.random_csr,
-                                          _ppd_tests.gaussian_problem)
+    "dualsolve_tests_auc_twins", pathlib.Path(__file__).parent / "helpers" / "auc_twins.py")
+twins = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(twins)
+grads_np, random_csr, gaussian_problem = twins.grads_np, twins.random_csr, twins.gaussian_problem
 
 
 def solam_twin(X, y, trace, zeta, R):
