@@ -20,7 +20,8 @@ from .._validation import (ConvergenceWarning, check_csr, check_positive, check_
                            check_seed, check_choice)
 from ..model import Model, make_history
 from . import _baselines, _sorel
-from .sorel import _FORMS, _SAMPLING, _index_arrays, _loss_setup, _steps_setup
+from .sorel import (_COMMON_PARAMS, _FORMS, _SAMPLING, _index_arrays, _loss_setup,
+                    _steps_setup)
 from .spectra import resolve_spectrum, spectrum as named_spectrum
 
 __all__ = ["train_lsvrg", "train_prospect", "train_spectral_sgd"]
@@ -106,20 +107,6 @@ _OBJECTIVE_DOC = """
         min_w  F(w) = sum_i sigma_i l_[i](w) + (mu/2) ||w||^2
 
     (the objective of :func:`train_sorel`; no intercept, no smoothing of the risk: nu = 0)."""
-
-_COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
-        CSR (float32/float64, int32/int64 indices) is used without a copy.
-    y : array (n,)
-        Reals for ``loss="squared"``; two distinct values for ``"logistic"`` (larger = +1).
-    loss : {"squared", "logistic"}
-        ``(x.w - y)^2 / 2`` (the paper's experiments) or ``log(1 + exp(-y x.w))``.
-    spectrum : {"erm", "superquantile" (alias "cvar"), "extremile", "esrm"} or array (n,)
-        A named spectrum with ``spectrum_param`` (defaults: the paper's alpha = 0.5, r = 2.5,
-        rho = 2), or explicit weights for the losses sorted ascending: nonnegative,
-        nondecreasing, summing to 1 (checked, never repaired).
-    spectrum_param : float, optional
-    mu : float >= 0, optional
-        Ridge strength; default 1/n (the paper's)."""
 
 _TAIL_PARAMS = """    max_epochs : int >= 0
         Number of epochs. There is no stopping test (no cheap certificate exists;

@@ -20,6 +20,22 @@ _SAMPLING = {"uniform": 0, "permutation": 1}
 _STATUS = {1: "max_epochs", 2: "stopped", 3: "diverged"}
 
 
+# The parameters every spectral-risk trainer shares (train_sorel and the baselines).
+_COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
+        CSR (float32/float64, int32/int64 indices) is used without a copy.
+    y : array (n,)
+        Reals for ``loss="squared"``; two distinct values for ``"logistic"`` (larger = +1).
+    loss : {"squared", "logistic"}
+        ``(x.w - y)^2 / 2`` (the paper's experiments) or ``log(1 + exp(-y x.w))``.
+    spectrum : {"erm", "superquantile" (alias "cvar"), "extremile", "esrm"} or array (n,)
+        A named spectrum with ``spectrum_param`` (defaults: the paper's alpha = 0.5, r = 2.5,
+        rho = 2), or explicit weights for the losses sorted ascending: nonnegative,
+        nondecreasing, summing to 1 (checked, never repaired).
+    spectrum_param : float, optional
+    mu : float >= 0, optional
+        Ridge strength; default 1/n (the paper's)."""
+
+
 def _loss_setup(loss, y, n):
     return check_loss_and_labels(loss, None, _LOSSES, y, n, "train_sorel")
 
@@ -100,19 +116,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
     Parameters
     ----------
-    X : sparse matrix/array (n, n_features)
-        CSR (float32/float64, int32/int64 indices) is used without a copy.
-    y : array (n,)
-        Reals for ``loss="squared"``; two distinct values for ``"logistic"`` (larger = +1).
-    loss : {"squared", "logistic"}
-        ``(x.w - y)^2 / 2`` (the paper's experiments) or ``log(1 + exp(-y x.w))``.
-    spectrum : {"erm", "superquantile" (alias "cvar"), "extremile", "esrm"} or array (n,)
-        A named spectrum with ``spectrum_param`` (defaults: the paper's alpha = 0.5, r = 2.5,
-        rho = 2), or explicit weights for the losses sorted ascending: nonnegative,
-        nondecreasing, summing to 1 (checked, never repaired).
-    spectrum_param : float, optional
-    mu : float > 0, optional
-        Ridge strength; default 1/n (the paper's).
+{common}
     alpha : float > 0 or "auto"
         Primal step. "auto": ``1 / (4 n max(sigma) max_i L_i)`` with ``L_i = ||x_i||^2``
         (squared) or ``||x_i||^2/4`` (logistic), the prox-SVRG bound of spec 2.3.4
@@ -245,3 +249,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     return Model(coef=w, dual=lam, history=make_history(rows), converged=False,
                  n_epochs=n_epochs, solver="sorel", params=params, classes=classes,
                  extra=dict(sigma=sigma, eta=eta_trace[:n_epochs]))
+
+
+if train_sorel.__doc__:                     # None under python -OO
+    train_sorel.__doc__ = train_sorel.__doc__.replace("{common}", _COMMON_PARAMS)
