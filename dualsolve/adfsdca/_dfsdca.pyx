@@ -20,6 +20,7 @@ import numpy as np
 
 from dualsolve._monitor import EpochMonitor
 
+from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_SQUARED, LOSS_SMOOTH_HINGE,
@@ -547,7 +548,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef double[::1] wv = w if d > 0 else np.zeros(1)
     df_problem_init(&P, n, d, &y[0], L, lt, lam, &wv[0], &alpha[0], &sqnorm[0], &zv[0], &wdv[0])
     cdef double[::1] b_eta, b_s, b_k, b_u, b_t1, b_t2, b_ap, b_db
-    cdef Py_ssize_t[::1] b_st, b_mk, b_ai, b_tr, b_bt
+    cdef Py_ssize_t[::1] b_st, b_mk, b_ai, b_bt
     cdef bint minibatch = method == DF_EXACT and batch_size > 1
     if not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
@@ -599,11 +600,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         cdp = &cdata[0]
         cip = &cind[0]
         cpp = &cptr[0]
-    if trace is not None:
-        b_tr = trace
-        if b_tr.shape[0] > 0:
-            P.trace = &b_tr[0]
-            P.trace_len = b_tr.shape[0]
+    P.trace = intp_out(trace, &P.trace_len)
     opt.method = method
     opt.tol = tol
     opt.max_epochs = max_epochs

@@ -41,6 +41,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
+from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, prefetch_row, DS_PREFETCH
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
@@ -822,12 +823,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         P.R2 = R2
     elif method == "adagrad":
         P.delta = delta
-    cdef Py_ssize_t[::1] trv
-    if trace is not None:
-        trv = trace
-        if trv.shape[0] > 0:
-            P.trace = &trv[0]
-            P.trace_len = trv.shape[0]
+    P.trace = intp_out(trace, &P.trace_len)
     rng_seed(&P.rng, seed)
     cdef int status = AUC_OK
     cdef int64_t T, m

@@ -19,6 +19,7 @@ from libc.stdint cimport int64_t
 
 import numpy as np
 
+from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.lazy cimport (ScaledVec, sv_init, sv_scale, sv_dot, sv_add, sv_sqnorm,
@@ -136,12 +137,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     st.t = 0
     st.trace = NULL
     st.trace_len = 0
-    cdef Py_ssize_t[::1] trv
-    if trace is not None:
-        trv = trace
-        if trv.shape[0] > 0:
-            st.trace = &trv[0]
-            st.trace_len = trv.shape[0]
+    st.trace = intp_out(trace, &st.trace_len)
     rng_seed(&st.rng, seed)
     wbar = np.zeros(d)
     done = 0

@@ -9,6 +9,7 @@ from libc.math cimport log1p, isfinite, NAN
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memmove, memset
 
+from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
@@ -366,13 +367,8 @@ def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
     cdef ProspectProblem P
     prospect_problem_init(&P, n, d, &y[0], make_loss(loss, loss_param), mu, &sigma[0], &wv[0],
                           &dwork[0], &iwork[0], &lwork[0])
-    cdef Py_ssize_t[::1] tr
     cdef Py_ssize_t[:, ::1] otr
-    if trace is not None:
-        tr = trace
-        if tr.shape[0] > 0:
-            P.trace = &tr[0]
-            P.trace_len = tr.shape[0]
+    P.trace = intp_out(trace, &P.trace_len)
     if otrace is not None:
         otr = otrace
         if otr.shape[0] > 0:
@@ -419,12 +415,7 @@ def _fit_sgd(const floating[::1] data, const index_t[::1] indices, const index_t
     cdef SgdProblem P
     sgd_problem_init(&P, n, d, b, &y[0], make_loss(loss, loss_param), mu, &sigma_b[0], &wv[0],
                      &dwork[0], &iwork[0], seed)
-    cdef Py_ssize_t[::1] tr
-    if trace is not None:
-        tr = trace
-        if tr.shape[0] > 0:
-            P.trace = &tr[0]
-            P.trace_len = tr.shape[0]
+    P.trace = intp_out(trace, &P.trace_len)
     cdef _Objective obj = _Objective(n, d, y, loss, loss_param, sigma, mu, wv)
     cdef SorelProblem* Q = &obj.Q
     coef_view = None

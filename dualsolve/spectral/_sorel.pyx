@@ -25,6 +25,7 @@ from libc.math cimport log1p, isfinite, sqrt, NAN, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport report_or_stop
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
@@ -355,12 +356,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef SorelResult res
     sorel_problem_init(&P, n, d, batch_size, T, &y[0], L, mu, &sigma[0], &wv[0], &lam[0],
                        &dwork[0], &iwork[0], &lwork[0])
-    cdef Py_ssize_t[::1] tr
-    if trace is not None:
-        tr = trace
-        if tr.shape[0] > 0:
-            P.trace = &tr[0]
-            P.trace_len = tr.shape[0]
+    P.trace = intp_out(trace, &P.trace_len)
     cdef double[::1] er
     cdef double* eta_rec = NULL
     if eta_trace is not None:
