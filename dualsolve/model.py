@@ -229,6 +229,25 @@ def _version():
     return __version__
 
 
+def warm_start_coef(warm_start, d):
+    """A fresh float64 copy of the coefficients to start from: ``warm_start`` is a Model (its
+    ``coef``) or an array of length d; None gives zeros. Checks length and finiteness."""
+    if warm_start is None:
+        return np.zeros(d)
+    if isinstance(warm_start, Model):
+        warm_start = warm_start.coef
+    try:
+        x0 = np.array(warm_start, dtype=np.float64, copy=True).ravel()
+    except (TypeError, ValueError) as exc:
+        raise TypeError("warm_start must be a Model or an array of n_features coefficients; "
+                        f"got {type(warm_start).__name__}") from exc
+    if x0.shape[0] != d:
+        raise ValueError(f"warm_start has {x0.shape[0]} coefficients but X has {d} features")
+    if not np.isfinite(x0).all():
+        raise ValueError("warm_start coefficients contain NaN or infinity")
+    return x0
+
+
 def warm_start_dual(warm_start, n):
     """A fresh float64 copy of the dual variables to start from: ``warm_start`` is a Model
     (its ``dual``) or an array of length n; None gives zeros. Checks length and finiteness;

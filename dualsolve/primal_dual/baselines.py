@@ -17,7 +17,7 @@ import numpy as np
 
 from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
                            check_choice, ConvergenceWarning)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_coef
 from . import _svrg
 
 _STATUS = {0: "converged", 1: "max_epochs", 2: "stopped", 3: "diverged"}
@@ -49,18 +49,7 @@ def _common(solver, X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
-    x0 = np.zeros(d)
-    if warm_start is not None:
-        w = warm_start.coef if isinstance(warm_start, Model) else warm_start
-        try:
-            x0 = np.array(w, dtype=np.float64, copy=True).ravel()
-        except (TypeError, ValueError) as exc:
-            raise TypeError("warm_start must be a Model or an array of n_features "
-                            f"coefficients; got {type(warm_start).__name__}") from exc
-        if x0.shape[0] != d:
-            raise ValueError(f"warm_start has {x0.shape[0]} coefficients but X has {d} features")
-        if not np.isfinite(x0).all():
-            raise ValueError("warm_start coefficients contain NaN or infinity")
+    x0 = warm_start_coef(warm_start, d)
     # L_max: the largest row smoothness of the loss part (0 only when X has no entries;
     # then any step works and 1 is used)
     L = _smoothness(loss, param) * float(Xc.sqnorm.max())

@@ -34,7 +34,7 @@ from .._core import losses as _losses
 from .._monitor import EpochMonitor
 from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_int,
                            check_seed, check_choice)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_coef
 
 __all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "spectral_norm"]
 
@@ -393,19 +393,6 @@ def _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, se
     return Xc, A, b, classes, loss, param, lam, l1, tol, max_iter, step, theta_fixed, seed
 
 
-def _initial_x(warm_start, d):
-    if warm_start is None:
-        return np.zeros(d)
-    if isinstance(warm_start, Model):
-        warm_start = warm_start.coef
-    x0 = np.array(warm_start, dtype=np.float64, copy=True).ravel()
-    if x0.shape[0] != d:
-        raise ValueError(f"warm_start has {x0.shape[0]} coefficients but X has {d} features")
-    if not np.isfinite(x0).all():
-        raise ValueError("warm_start contains NaN or infinity")
-    return x0
-
-
 def _check_delta(delta_hat, name="delta_hat"):
     if delta_hat is None:
         return None
@@ -418,7 +405,7 @@ def _fit(solver, X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, the
      seed) = _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, seed,
                            callback)
     n, d = Xc.shape
-    x0 = _initial_x(warm_start, d)
+    x0 = warm_start_coef(warm_start, d)
     fro2 = float(np.sum(A.data ** 2))
     if Delta is None:
         # Ada-BPD's default start ||X||_F^2 / (gamma d): an upper bound on delta mu^2, since

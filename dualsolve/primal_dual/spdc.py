@@ -14,7 +14,7 @@ import numpy as np
 from .._core import losses as _losses
 from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
                            check_choice, warn_not_converged)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_coef
 from . import _spdc
 
 _STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
@@ -127,11 +127,7 @@ def _initial_point(warm_start, Xc, b, loss, param, method, n, d):
         else:
             raise TypeError("warm_start must be a Model or a tuple (coef, dual) (dual may be "
                             f"None); got {type(warm_start).__name__}")
-        x0 = np.array(x0, dtype=np.float64, copy=True).ravel()
-        if x0.shape[0] != d:
-            raise ValueError(f"warm_start has {x0.shape[0]} coefficients but X has {d} features")
-        if not np.isfinite(x0).all():
-            raise ValueError("warm_start coefficients contain NaN or infinity")
+        x0 = warm_start_coef(x0, d)
     x = np.zeros(d) if x0 is None else x0
     z = np.zeros(n) if x0 is None else np.asarray(Xc.source @ x, dtype=np.float64).ravel()
     v = None

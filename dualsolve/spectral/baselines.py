@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import (ConvergenceWarning, check_csr, check_positive, check_int,
                            check_seed, check_choice)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_coef
 from . import _baselines, _sorel
 from .sorel import (_COMMON_PARAMS, _FORMS, _SAMPLING, _index_arrays, _loss_setup,
                     _steps_setup)
@@ -46,19 +46,6 @@ def _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback
     sqn = Xc.sqnorm if Xc.sqnorm is not None else np.zeros(n)
     Lmax = float(np.max(sqn)) * (0.25 if loss == "logistic" else 1.0) if n else 0.0
     return Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed, Lmax
-
-
-def _initial_w(warm_start, d):
-    w = np.zeros(d)
-    if warm_start is not None:
-        w0 = warm_start.coef if isinstance(warm_start, Model) else warm_start
-        w0 = np.asarray(w0, dtype=np.float64).ravel()
-        if w0.shape[0] != d:
-            raise ValueError(f"warm_start has {w0.shape[0]} weights but X has {d} columns")
-        if not np.all(np.isfinite(w0)):
-            raise ValueError("warm_start contains NaN or infinity")
-        w[:] = w0
-    return w
 
 
 def _alpha(alpha, auto, solver):
@@ -201,7 +188,7 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
         raise ValueError(f"alpha = {alpha!r} is too large for form='gradient': it needs "
                          f"alpha mu < 1, i.e. alpha < {1.0 / mu:.6g}; use form='prox'")
     _check_trace(_trace, "_trace")
-    w = _initial_w(warm_start, d)
+    w = warm_start_coef(warm_start, d)
     lam = np.zeros(n)
     per_epoch = 1.0 + steps * batch_size / n
 
@@ -280,7 +267,7 @@ def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_p
     alpha = _alpha(alpha, auto, "train_prospect")
     _check_trace(_trace, "_trace")
     _check_trace(_order_trace, "_order_trace", ndim=2)
-    w = _initial_w(warm_start, d)
+    w = warm_start_coef(warm_start, d)
     lam = np.zeros(n)
 
     def passes(k):
@@ -376,7 +363,7 @@ def train_spectral_sgd(X, y, *, loss="squared", spectrum="superquantile", spectr
                          f"alpha < {1.0 / mu:.6g}")
     _check_trace(_trace, "_trace")
     sigma_b = _batch_spectrum(spectrum, spectrum_param, sigma, batch_size)
-    w = _initial_w(warm_start, d)
+    w = warm_start_coef(warm_start, d)
     per_epoch = (n // batch_size) * batch_size / n
 
     def passes(k):

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive,
                            check_int, check_seed, check_choice)
-from ..model import Model, make_history
+from ..model import Model, make_history, warm_start_coef
 from . import _sorel
 from .spectra import resolve_spectrum
 
@@ -216,15 +216,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
                 f"alpha = {alpha!r} is too large for form='gradient': it needs alpha (mu + "
                 f"1/tau_k) < 1 at every epoch, i.e. alpha < {1.0 / (mu + inv_tau):.6g} for "
                 f"max_epochs = {max_epochs} (tau_k = tau_c n/(k+1)); use form='prox'")
-    w = np.zeros(d)
-    if warm_start is not None:
-        w0 = warm_start.coef if isinstance(warm_start, Model) else warm_start
-        w0 = np.asarray(w0, dtype=np.float64).ravel()
-        if w0.shape[0] != d:
-            raise ValueError(f"warm_start has {w0.shape[0]} weights but X has {d} columns")
-        if not np.all(np.isfinite(w0)):
-            raise ValueError("warm_start contains NaN or infinity")
-        w[:] = w0
+    w = warm_start_coef(warm_start, d)
     lam = np.zeros(n)
     if _trace is not None and not (isinstance(_trace, np.ndarray) and _trace.dtype == np.intp
                                    and _trace.ndim == 1 and _trace.flags.c_contiguous):
