@@ -118,13 +118,7 @@ def test_twin_float32_online_p_and_noncanonical_input():
     assert m.params["p_used"] == pytest.approx(np.mean(y[drawn] > 0), rel=1e-14)
     # non-canonical CSR (each entry split in two halves, reversed order): summed in a copy
     Xc = X.astype(np.float64).tocsr()
-    ind, dat, ptr = [], [], [0]
-    for i in range(Xc.shape[0]):
-        sl = slice(Xc.indptr[i], Xc.indptr[i + 1])
-        ind += Xc.indices[sl][::-1].tolist() + Xc.indices[sl].tolist()
-        dat += (Xc.data[sl][::-1] / 2).tolist() + (Xc.data[sl] / 2).tolist()
-        ptr.append(len(ind))
-    Xraw = sp.csr_matrix((np.array(dat), np.array(ind), np.array(ptr)), shape=Xc.shape)
+    Xraw = twins.split_entries(Xc)
     kw = dict(eta0=0.1, T0=40, gamma=5.0, n_stages=3, lam=0.01, R1=0.4, seed=3)
     with pytest.warns(UserWarning, match="duplicate"):
         m2 = train_pga(Xraw, y, **kw)

@@ -167,13 +167,7 @@ def test_twin_float32_noncanonical_online_minibatch_reset(method):
     assert_twin(m, ref, used)
     # non-canonical CSR (duplicates split in two halves, unsorted): summed in a copy
     Xc = X.astype(np.float64).tocsr()
-    ind, dat, ptr = [], [], [0]
-    for i in range(Xc.shape[0]):
-        sl = slice(Xc.indptr[i], Xc.indptr[i + 1])
-        ind += Xc.indices[sl][::-1].tolist() + Xc.indices[sl].tolist()
-        dat += (Xc.data[sl][::-1] / 2).tolist() + (Xc.data[sl] / 2).tolist()
-        ptr.append(len(ind))
-    Xraw = sp.csr_matrix((np.array(dat), np.array(ind), np.array(ptr)), shape=Xc.shape)
+    Xraw = twins.split_entries(Xc)
     with pytest.warns(UserWarning, match="duplicate"):
         m2 = SOLVERS[method](Xraw, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)
     m3 = SOLVERS[method](Xc, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)

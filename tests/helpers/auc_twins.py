@@ -78,3 +78,16 @@ def assert_twin(m, ref, used, tol=1e-12):
     assert np.abs(m.coef - w).max() <= tol * scale
     for got, want in [(m.params["a"], a), (m.params["b"], b), (m.params["alpha"], alpha)]:
         assert abs(got - want) <= tol * max(1.0, abs(want))
+
+
+def split_entries(X):
+    """X as a non-canonical CSR: each entry split into two halves, the second copy of each
+    row in reversed order (duplicates, unsorted), which the solvers must sum in a copy."""
+    Xc = sp.csr_matrix(X, dtype=np.float64)
+    ind, dat, ptr = [], [], [0]
+    for i in range(Xc.shape[0]):
+        sl = slice(Xc.indptr[i], Xc.indptr[i + 1])
+        ind += Xc.indices[sl][::-1].tolist() + Xc.indices[sl].tolist()
+        dat += (Xc.data[sl][::-1] / 2).tolist() + (Xc.data[sl] / 2).tolist()
+        ptr.append(len(ind))
+    return sp.csr_matrix((np.array(dat), np.array(ind), np.array(ptr)), shape=Xc.shape)
