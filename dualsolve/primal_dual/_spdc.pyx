@@ -401,6 +401,7 @@ ctypedef struct ScaledState:
     bint loaded               # s holds the iterate (else P.feat does)
     PrevEntry* table          # capacity: 4 * pow2 >= max row nnz
     Py_ssize_t* used          # the filled slots (max row nnz)
+    Py_ssize_t* hits          # positions q of a row that pass a bitmap test (max row nnz)
     Py_ssize_t n_used
     uint64_t mask
     int shift
@@ -523,7 +524,9 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n
     cdef double a, tau, A, B, An, Bn, iAn, c0, c1, dot, corr, ynew, dy, c, dq, v0, u0, x1
-    cdef Py_ssize_t it, k, q, lo, hi
+    cdef Py_ssize_t it, k, q, lo, hi, r, nh
+    cdef Py_ssize_t* hits = S.hits
+    cdef double e
     cdef int64_t j
     if not S.loaded:
         _scaled_load(P, S, lp)
@@ -553,12 +556,18 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
         dot = 0.0
         corr = 0.0
         if S.n_used > 0:
+            # the bitmap's hits are listed without a branch (a taken branch on a few
+            # percent of the nonzeros mispredicts) and looked up after the loop
+            nh = 0
             for q in range(lo, hi):
                 j = indices[q]
                 f = &sf[j]
                 dot += data[q] * (c0 * f.v + c1 * f.u)
-                if _bit(S.bits, j):
-                    corr += data[q] * _prev_correction(S, j)
+                hits[nh] = q
+                nh += _bit(S.bits, j)
+            for r in range(nh):
+                q = hits[r]
+                corr += data[q] * _prev_correction(S, indices[q])
             dot -= theta * corr
             _clear_prev(S)
         else:
@@ -579,6 +588,7 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
             c = dy * inv_n
             iAn = 1.0 / An
             _size_table(S, hi - lo)
+            nh = 0
             for q in range(lo, hi):
                 j = indices[q]
                 f = &sf[j]
@@ -588,8 +598,14 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
                 x1 = a * (A * v0 + B * u0 - tau * (u0 + dq))
                 f.u = u0 + c * data[q]
                 f.v = (x1 - Bn * f.u) * iAn
-                if _bit(S.next_bits, j):
-                    _add_prev(S, j, A * (v0 - f.v) + B * (u0 - f.u))
+                hits[nh] = q
+                nh += _bit(S.next_bits, j)
+            # x^(t-1) of a row feature is off the map by exactly tau dy a_kj (1 - 1/n):
+            # x^t = a (x^(t-1) - tau (u_old + dy a_kj)) with u_old = u - dy a_kj / n
+            e = tau * dy * (1.0 - inv_n)
+            for r in range(nh):
+                q = hits[r]
+                _add_prev(S, indices[q], e * data[q])
         S.Ap = A
         S.Bp = B
         S.A = An
@@ -850,7 +866,8 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         memset(&scaled, 0, sizeof(ScaledState))
         scaled.s = <ScaledFeature*>malloc(P.d * sizeof(ScaledFeature))
         scaled.table = <PrevEntry*>malloc(cap * sizeof(PrevEntry))
-        scaled.used = <Py_ssize_t*>malloc((max_nnz + 1) * sizeof(Py_ssize_t))
+        scaled.used = <Py_ssize_t*>malloc(2 * (max_nnz + 1) * sizeof(Py_ssize_t))
+        scaled.hits = scaled.used + (max_nnz + 1)
         if scaled.s != NULL and scaled.table != NULL and scaled.used != NULL:
             for i in range(cap):
                 scaled.table[i].key = -1
