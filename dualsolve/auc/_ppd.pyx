@@ -42,7 +42,8 @@ from cpython.exc cimport PyErr_CheckSignals
 import numpy as np
 
 from dualsolve._core.buffers cimport intp_out
-from dualsolve._core.csr cimport floating, index_t, sparse_dot, prefetch_row, DS_PREFETCH
+from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, prefetch_row,
+                                  DS_PREFETCH)
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
                                    drift_flush, drift_table_size, ScaledVec, sv_init,
@@ -182,20 +183,18 @@ cdef inline void _scalar_step(const AucProblem* P, double eta, const double* sg,
 
 
 # ---------------------------------------------------------------------------------------
-# PPD-SG with a scaled record per feature
+# PPD-SG with a scaled iterate
 #
 # Every untouched feature follows w_j <- rho w_j + beta w0_j, so the stage keeps
 # w = A z + B w0 with global A, B (A <- rho A, B <- rho B + beta) and the stage sum as
 # s_j + SA z_j + SB w0_j (SA, SB: the sums of A and B over the iterates so far; a touch
-# z_j += dz pays s_j -= SA dz). The scores need x_i.w0, which is fixed for the stage and
-# computed once (one pass over X), so a step reads and writes one 16-byte record (z, s)
-# per nonzero and no step counter, instead of the five arrays of the DriftJIT form. A is
-# folded back to 1 (O(d)) when it falls below REBASE_A, which bounds the rounding of the
+# z_j += c x_ij pays s_j -= SA c x_ij). Those payments are all multiples of rows of X, so
+# they are kept per row (g_i -= SA c, one scalar) and paid in one pass at the stage end
+# (s += X^T g). The scores need x_i.w0, which is fixed for the stage and computed once
+# (one pass over X). A step thus reads and writes one 8-byte z_j per nonzero, the same
+# traffic as SDCA's w, instead of the five arrays of the DriftJIT form. A is folded back
+# to 1 (O(d), into z and s) when it falls below REBASE_A, which bounds the rounding of the
 # sum to about eps / REBASE_A relative.
-
-ctypedef struct SgFeature:
-    double z
-    double s
 
 cdef extern from *:
     """
@@ -221,13 +220,13 @@ cdef bint _sg_scaled_pays(const AucProblem* P, const index_t* indptr, double rho
     return period * nnz_step >= 0.5 * <double>P.d
 
 
-cdef inline void _sg_fold(SgFeature* F, const double* w0, Py_ssize_t d, double* A, double* B,
-                          double* SA, double* SB) noexcept nogil:
+cdef inline void _sg_fold(double* z, double* s, const double* w0, Py_ssize_t d, double* A,
+                          double* B, double* SA, double* SB) noexcept nogil:
     cdef Py_ssize_t j
     cdef double a = A[0], b = B[0], sa = SA[0], sb = SB[0]
     for j in range(d):
-        F[j].s += sa * F[j].z + sb * w0[j]
-        F[j].z = a * F[j].z + b * w0[j]
+        s[j] += sa * z[j] + sb * w0[j]
+        z[j] = a * z[j] + b * w0[j]
     A[0] = 1.0
     B[0] = 0.0
     SA[0] = 0.0
@@ -291,23 +290,24 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
                               const index_t* indptr, AucProblem* P, int64_t T, double eta,
                               double rho, double beta, auc_poll poll, void* ctx) noexcept nogil:
     cdef Py_ssize_t d = P.d, nb = P.batch_size, k, i, q, j
-    cdef SgFeature* F = <SgFeature*>malloc(d * sizeof(SgFeature))
     cdef AheadQueue Q
-    cdef double* xw0 = <double*>malloc(P.n * sizeof(double))
+    # z and s are P.w and P.wsum (d each; the stage's output is written into P.w at the end)
+    cdef double* z = P.w
+    cdef double* s = P.wsum
+    cdef double* xw0 = <double*>malloc(2 * P.n * sizeof(double))
+    cdef double* g = xw0 + P.n
     cdef const double* w0 = P.w0
-    cdef SgFeature* f
     cdef int64_t t
     cdef double sg[3]
-    cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, c, dz
+    cdef double A = 1.0, B = 0.0, SA = 1.0, SB = 0.0, An, Bn, hz, c
     cdef double a, b, al, suma, sumb
     Q.base = NULL
-    if F == NULL or xw0 == NULL or not _ahead_start(data, indices, indptr, P, &Q, T):
-        free(F)
+    if xw0 == NULL or not _ahead_start(data, indices, indptr, P, &Q, T):
         free(xw0)
         return AUC_NO_BUFFER
-    for j in range(d):                                # iterate 0 = w0 is in the sum (SA = 1)
-        F[j].z = w0[j]
-        F[j].s = 0.0
+    memcpy(z, w0, d * sizeof(double))                 # iterate 0 = w0 is in the sum (SA = 1)
+    memset(s, 0, d * sizeof(double))
+    memset(g, 0, P.n * sizeof(double))
     for i in range(P.n):
         xw0[i] = sparse_dot(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i], w0)
     a = P.a0
@@ -321,12 +321,12 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
         if t + 1 < T - 1:
             for k in range(nb):
                 for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
-                    DS_PREFETCH(F + indices[q])
+                    DS_PREFETCH(z + indices[q])
         for k in range(nb):
             i = P.batch[k]
             hz = 0.0
             for q in range(indptr[i], indptr[i + 1]):
-                hz += data[q] * F[indices[q]].z
+                hz += data[q] * z[indices[q]]
             P.coef[k] = A * hz + B * xw0[i]
         _batch_grads(P, a, b, al, sg)
         An = rho * A
@@ -336,11 +336,9 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
             if c == 0.0:
                 continue
             i = P.batch[k]
+            g[i] -= SA * c
             for q in range(indptr[i], indptr[i + 1]):
-                f = &F[indices[q]]
-                dz = c * data[q]
-                f.s -= SA * dz
-                f.z += dz
+                z[indices[q]] += c * data[q]
         A = An
         B = Bn
         SA += A
@@ -351,17 +349,18 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
         if P.p_mode == AUC_P_ONLINE:
             _update_p(P)
         if A < REBASE_A:
-            _sg_fold(F, w0, d, &A, &B, &SA, &SB)
+            _sg_fold(z, s, w0, d, &A, &B, &SA, &SB)
         _ahead_shift(P, &Q, t, T)
         if _poll(poll, ctx, t) != 0:
-            free(F)
             free(Q.base)
             free(xw0)
             return AUC_STOPPED
+    for i in range(P.n):                               # the touches' payments: s += X^T g
+        if g[i] != 0.0:
+            sparse_axpy(g[i], data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i], s)
     for j in range(d):
-        P.w[j] = (F[j].s + SA * F[j].z + SB * w0[j]) / T
+        P.w[j] = (s[j] + SA * z[j] + SB * w0[j]) / T
     memcpy(P.w0, P.w, d * sizeof(double))
-    free(F)
     free(Q.base)
     free(xw0)
     P.a0 = P.a = suma / T
