@@ -50,11 +50,11 @@ evaluation done in the callback (its duration is measured and subtracted).
 
 ``--cost``: one epoch (n samples) of PPD-SG on the binary ``news20`` problem (all 18,846
 rows) as a ratio to one ``X @ w`` (dense random w); median over 5 alternating pairs. The
-epoch is measured as (time of a 5-epoch single-stage run - time of a 1-epoch single-stage
-run) / 4, which cancels the per-call fixed costs (input checks, the start and end objective
-passes, the stage-end alpha reset); the all-in time of a 1-epoch stage (steps + stage-end
-work + the monitoring pass, from ``history["time"]`` differences with growth = 1) is
-reported beside it.
+epoch is measured as (time of an 11-epoch single-stage run - time of a 1-epoch single-stage
+run) / 10, which cancels the per-call fixed costs (input checks, the start and end objective
+passes, the stage's setup and end passes, the alpha reset) and divides their jitter by 10;
+the all-in time of a 1-epoch stage (steps + stage-end work + the monitoring pass, from
+``history["time"]`` differences with growth = 1) is reported beside it.
 
 Usage::
 
@@ -87,6 +87,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import datasets  # noqa: E402
+import peers  # noqa: E402
 
 import dualsolve  # noqa: E402
 import dualsolve.datasets as bundled  # noqa: E402
@@ -436,32 +437,27 @@ def ppd_sg_run_seconds(X, y, epochs):
     return time.perf_counter() - t
 
 
+def ppd_sg_epoch_seconds(X, y, epochs=11):
+    """One epoch of PPD-SG steps: (an epochs-epoch stage - a 1-epoch stage) / (epochs - 1)."""
+    t1 = ppd_sg_run_seconds(X, y, 1)
+    return (ppd_sg_run_seconds(X, y, epochs) - t1) / (epochs - 1), t1
+
+
 def measure_cost(pairs=5):
     X, y = datasets.load("news20")
     n, d = X.shape
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal(d)
     kw = COST_SETTINGS
-
-    def t_matvec(reps=20):
-        ts = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            X @ w
-            ts.append(time.perf_counter() - t)
-        return float(np.median(ts))
 
     ppd_sg_run_seconds(X, y, 1)        # warm-up
     rows = []
     for i in range(pairs):
-        mv = t_matvec()
-        t1, t5 = ppd_sg_run_seconds(X, y, 1), ppd_sg_run_seconds(X, y, 5)
-        ep = (t5 - t1) / 4
+        mv = peers.matvec_time(X)
+        ep, t1 = ppd_sg_epoch_seconds(X, y)
         m = dualsolve.train_ppd_sg(X, y, T0=n + 1, n_stages=3, growth=1.0, decay=1.0, **kw)
         stage = float(np.median(np.diff(m.history["time"])[1:]))
-        mv2 = t_matvec()
+        mv2 = peers.matvec_time(X)
         mvm = 0.5 * (mv + mv2)
-        rows.append(dict(matvec=mvm, run_1_epoch=t1, run_5_epochs=t5, epoch=ep,
+        rows.append(dict(matvec=mvm, run_1_epoch=t1, epoch=ep,
                          ratio=ep / mvm, stage_all_in=stage, ratio_all_in=stage / mvm))
         print(f"   pair {i}: X@w {mvm * 1e3:.2f} ms, epoch {ep * 1e3:.1f} ms -> ratio "
               f"{ep / mvm:.2f}; all-in 1-epoch stage {stage * 1e3:.1f} ms -> "
@@ -487,7 +483,7 @@ def measure_cost(pairs=5):
     for key, fn in runs.items():
         r = []
         for _ in range(3):
-            mv = t_matvec()
+            mv = peers.matvec_time(X)
             t = time.perf_counter()
             fn(1)
             t1 = time.perf_counter() - t

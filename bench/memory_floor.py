@@ -15,8 +15,8 @@ bench times, in one process and in alternating rounds:
     state (v, u): x and u = A^T y / n are both needed per feature);
 * the bare epochs of ``train_spdc`` and ``train_adf_spdc`` (logistic, lam = 1e-4/n, no
   evaluation), ``train_sdca`` (logistic, no duality-gap check, no shrinking) and PPD-SG
-  (the settings of ``auc_imbalanced.py --cost``: a 5-epoch stage minus a 1-epoch stage,
-  over 4).
+  (the settings of ``auc_imbalanced.py --cost``: an 11-epoch stage minus a 1-epoch stage,
+  over 10).
 
 Each quantity is reported as the median (min-max) over rounds of its ratio to the mean of
 the two ``X @ w`` medians taken at the start and the end of the round, and each solver also
@@ -42,7 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import datasets  # noqa: E402
-from auc_imbalanced import ppd_sg_run_seconds  # noqa: E402
+import peers  # noqa: E402
+from auc_imbalanced import ppd_sg_epoch_seconds, ppd_sg_run_seconds  # noqa: E402
 from primal_dual_news20 import epoch_times  # noqa: E402
 
 from dualsolve._core.memfloor import touch_rows  # noqa: E402
@@ -50,15 +51,6 @@ from dualsolve._core.memfloor import touch_rows  # noqa: E402
 # solver -> the floor of its access pattern
 PATTERN = {"spdc": "rmw16_random", "adf_spdc": "rmw16_random", "ppd_sg": "rmw8_random",
            "sdca": "rmw8_random"}
-
-
-def matvec_seconds(X, w, repeat=10):
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        X @ w
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
 
 
 def floor_seconds(X, order, w, width, write):
@@ -73,7 +65,7 @@ def floor_seconds(X, order, w, width, write):
 
 
 def one_round(X, y, order, w, lam, epochs):
-    mv0 = matvec_seconds(X, w)
+    mv0 = peers.matvec_time(X, repeat=10)
     sec = {
         "gather8_random": floor_seconds(X, order, w, 1, False),
         "rmw8_random": floor_seconds(X, order, w, 1, True),
@@ -81,8 +73,8 @@ def one_round(X, y, order, w, lam, epochs):
     }
     for key in ("spdc", "adf_spdc", "sdca"):
         sec[key] = epoch_times(key, X, y, lam, epochs, evaluate=False)
-    sec["ppd_sg"] = (ppd_sg_run_seconds(X, y, 5) - ppd_sg_run_seconds(X, y, 1)) / 4
-    mv = 0.5 * (mv0 + matvec_seconds(X, w))
+    sec["ppd_sg"] = ppd_sg_epoch_seconds(X, y)[0]
+    mv = 0.5 * (mv0 + peers.matvec_time(X, repeat=10))
     return mv, sec
 
 
