@@ -523,7 +523,7 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n
-    cdef double a, tau, A, B, An, Bn, iAn, c0, c1, dot, corr, ynew, dy, c, dq, v0, u0, x1
+    cdef double a, tau, A, B, An, Bn, kappa, c0, c1, dot, corr, ynew, dy, c
     cdef Py_ssize_t it, k, q, lo, hi, r, nh
     cdef Py_ssize_t* hits = S.hits
     cdef double e
@@ -582,22 +582,19 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
         An = a * A
         Bn = a * (B - tau)
         if dy != 0.0:
-            # the row's features: x <- a (x - tau (u + dy a_kj)), u += dy a_kj / n, with v
-            # re-expressed under the new (A, B); e_j keeps their true x^t for the next dot
+            # the row's features: x <- a (x - tau (u + dy a_kj)) = An v + Bn u - a tau dy a_kj
+            # and u += c a_kj (c = dy / n), so under the new (An, Bn) v moves by kappa a_kj
+            # with kappa = -(a tau dy + Bn c) / An: two axpys on the row
             y[k] = ynew
             c = dy * inv_n
-            iAn = 1.0 / An
+            kappa = -(a * tau * dy + Bn * c) / An
             _size_table(S, hi - lo)
             nh = 0
             for q in range(lo, hi):
                 j = indices[q]
                 f = &sf[j]
-                v0 = f.v
-                u0 = f.u
-                dq = dy * data[q]
-                x1 = a * (A * v0 + B * u0 - tau * (u0 + dq))
-                f.u = u0 + c * data[q]
-                f.v = (x1 - Bn * f.u) * iAn
+                f.v += kappa * data[q]
+                f.u += c * data[q]
                 hits[nh] = q
                 nh += _bit(S.next_bits, j)
             # x^(t-1) of a row feature is off the map by exactly tau dy a_kj (1 - 1/n):
