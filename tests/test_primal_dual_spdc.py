@@ -271,8 +271,9 @@ def test_lazy_loop_without_flushes_equals_dense_twin(reg, table_max):
 
 def hot_feature_problem(seed=6, n=300, d=33200):
     """Rows of very different lengths (1 to 400 nonzeros) drawn from two hot sets of
-    features 32768 apart, so consecutive rows share features and bit-filter slots collide:
-    the pure-L2 path's table of the previous row's corrections gets every case."""
+    features 32768 apart, so consecutive rows share many, few or no features: the pure-L2
+    path's offset records of the previous row (read by the next dot product, then put
+    back) meet every case."""
     rng = np.random.default_rng(seed)
     hot = np.r_[np.arange(300), 32768 + np.arange(300), rng.choice(d, 300, replace=False)]
     rows, cols = [], []
@@ -293,9 +294,10 @@ def hot_feature_problem(seed=6, n=300, d=33200):
 @pytest.mark.parametrize("solver", ["spdc", "df_spdc"])
 @pytest.mark.parametrize("lam,eval_every", [(1e-2, 1), (1e-2, 100), (1e6, 1)])
 def test_pure_l2_path_long_rows_and_rebase_equal_dense_twin(solver, lam, eval_every):
-    """The pure-L2 single-row path (x = A v + B u with global A, B; corrections for the
-    previous row) on rows of 1-400 nonzeros; lam = 1e6 makes A underflow within an epoch,
-    so the state is rebased several times."""
+    """The pure-L2 single-row path (x = A v + B u with global A, B; the previous row's
+    records offset so that the map gives their x^(t-1)) on rows of 1-400 nonzeros;
+    lam = 1e6 makes A underflow within an epoch, so the state is rebased several times,
+    offsets included."""
     X, A, b = hot_feature_problem()
     epochs = 4 if lam < 1 else 1      # lam = 1e6: the gap is 0 to rounding after one epoch
     m, trace, _ = run_traced(solver, X, b, epochs, loss="squared", lam=lam,

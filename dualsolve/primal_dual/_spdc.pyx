@@ -372,23 +372,20 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
 # x <- a (x - tau u_j), so the iterate is kept as x^t = A v + B u and x^(t-1) = Ap v + Bp u
 # with four global scalars (A <- a A, B <- a (B - tau) per step) and 16 bytes per feature
 # (v, u): no step counter and no xprev, half the state of SpdcFeature, which is what the
-# sparse steps wait on (news20: 27 MB instead of 53 MB against a 32 MB L3). The row's
-# features of the previous step are the only ones whose x^(t-1) is not Ap v + Bp u; their
-# corrections e_j live in a small hash table behind a 4 KB bitmap filter, so a nonzero that
-# is not in the previous row costs one L1 bit test. Only the features that the next sampled
-# row also holds (another bitmap, filled while that row is prefetched) get an entry.
+# sparse steps wait on (news20: 27 MB instead of 53 MB against a 32 MB L3).
+#
+# The features of the previous row are the only ones whose x^(t-1) is off that map: for
+# them x^(t-1) = x^t / a + tau (u_old + dy a_kj), while the map gives x^t / a + tau u with
+# u = u_old + dy a_kj / n. Their records hold u* = u_old + dy a_kj instead of u (and v
+# adjusted so that A v + B u* is still x^t): then Ap v + Bp u* is their true x^(t-1), and
+# the next dot product needs no correction at all. The records get their true u back
+# right after that dot product, before the map moves on. Cost: one pass over the previous
+# row's records, which are still in L2.
 
 
 ctypedef struct ScaledFeature:
     double v
     double u
-
-ctypedef struct PrevEntry:
-    int64_t key               # feature index, -1: empty
-    double e                  # true x^(t-1) - (Ap v + Bp u)
-
-cdef enum:
-    BITMAP_WORDS = 512        # 2^15 bits
 
 ctypedef struct ScaledState:
     ScaledFeature* s          # d
@@ -399,71 +396,31 @@ ctypedef struct ScaledState:
     double a                  # 1 / (1 + tau lam) of the steps since the last load
     double tau
     bint loaded               # s holds the iterate (else P.feat does)
-    PrevEntry* table          # capacity: 4 * pow2 >= max row nnz
-    Py_ssize_t* used          # the filled slots (max row nnz)
-    Py_ssize_t* hits          # positions q of a row that pass a bitmap test (max row nnz)
-    Py_ssize_t n_used
-    uint64_t mask
-    int shift
-    uint64_t bits[BITMAP_WORDS]       # the table's keys
-    uint64_t next_bits[BITMAP_WORDS]  # the next sampled row's features (all ones: unknown)
+    Py_ssize_t prev_lo        # the previous row's CSR range (prev_lo == prev_hi: none)
+    Py_ssize_t prev_hi
+    double prev_du            # its records hold u + prev_du a_kj (prev_du = dy (1 - 1/n))
 
 
-cdef inline uint64_t _slot(int64_t j, int shift) noexcept nogil:
-    return (<uint64_t>j * <uint64_t>0x9E3779B97F4A7C15) >> shift
+cdef inline void _shift_prev(const floating* data, const index_t* indices, ScaledState* S,
+                             double sign) noexcept nogil:
+    """Add sign * (the previous row's offset) to its records' u, keeping A v + B u fixed."""
+    cdef Py_ssize_t q
+    cdef double du, dv
+    cdef ScaledFeature* f
+    if S.prev_lo == S.prev_hi:
+        return
+    du = sign * S.prev_du
+    dv = -du * S.B / S.A
+    for q in range(S.prev_lo, S.prev_hi):
+        f = &S.s[indices[q]]
+        f.u += du * data[q]
+        f.v += dv * data[q]
 
 
-cdef inline bint _bit(const uint64_t* bits, int64_t j) noexcept nogil:
-    return (bits[(j >> 6) & (BITMAP_WORDS - 1)] >> (j & 63)) & 1
-
-
-cdef inline void _set_bit(uint64_t* bits, int64_t j) noexcept nogil:
-    bits[(j >> 6) & (BITMAP_WORDS - 1)] |= (<uint64_t>1) << (j & 63)
-
-
-cdef inline double _prev_correction(const ScaledState* S, int64_t j) noexcept nogil:
-    cdef uint64_t h = _slot(j, S.shift)
-    while S.table[h].key != -1:
-        if S.table[h].key == j:
-            return S.table[h].e
-        h = (h + 1) & S.mask
-    return 0.0
-
-
-cdef inline void _clear_prev(ScaledState* S) noexcept nogil:
-    cdef Py_ssize_t r, h
-    for r in range(S.n_used):
-        h = S.used[r]
-        S.bits[(S.table[h].key >> 6) & (BITMAP_WORDS - 1)] = 0
-        S.table[h].key = -1
-    S.n_used = 0
-
-
-cdef inline void _size_table(ScaledState* S, Py_ssize_t nnz) noexcept nogil:
-    """Hash geometry for a row of nnz entries: load factor at most 1/4."""
-    cdef uint64_t cap = 4
-    cdef int bits = 2
-    while cap < <uint64_t>(4 * nnz):
-        cap <<= 1
-        bits += 1
-    S.mask = cap - 1
-    S.shift = 64 - bits
-
-
-cdef inline void _add_prev(ScaledState* S, int64_t j, double e) noexcept nogil:
-    cdef uint64_t h = _slot(j, S.shift)
-    while S.table[h].key != -1:
-        h = (h + 1) & S.mask
-    S.table[h].key = j
-    S.table[h].e = e
-    S.used[S.n_used] = <Py_ssize_t>h
-    S.n_used += 1
-    _set_bit(S.bits, j)
-
-
-cdef void _scaled_load(SpdcProblem* P, ScaledState* S, const LazyParams* lp) noexcept nogil:
+cdef void _scaled_load(const floating* data, const index_t* indices, SpdcProblem* P,
+                       ScaledState* S, const LazyParams* lp) noexcept nogil:
     """Take over the flushed iterate of P.feat (x at P.t, u exact). x^(t-1) stays the map
-    of the last steps taken (a, tau before this call) plus the table's corrections."""
+    of the last steps taken (a, tau before this call), with the previous row's offset."""
     cdef Py_ssize_t j
     for j in range(P.d):
         S.s[j].v = P.feat[j].x
@@ -473,18 +430,20 @@ cdef void _scaled_load(SpdcProblem* P, ScaledState* S, const LazyParams* lp) noe
     if P.t == 0:
         S.Ap = 1.0              # xprev = x at the start
         S.Bp = 0.0
+        S.prev_lo = S.prev_hi = 0
     else:
         S.Ap = 1.0 / S.a        # x^(t-1) = x^t / a + tau u under the last steps' map
         S.Bp = S.tau
+    _shift_prev(data, indices, S, 1.0)
     S.a = lp.a
     S.tau = lp.tau
     S.loaded = True
 
 
-cdef void _scaled_flush(SpdcProblem* P, ScaledState* S) noexcept nogil:
+cdef void _scaled_flush(const floating* data, const index_t* indices, SpdcProblem* P,
+                        ScaledState* S) noexcept nogil:
     """Write x^t, x^(t-1) and u back into P.feat (all at iteration P.t)."""
-    cdef Py_ssize_t j, r
-    cdef int64_t k
+    cdef Py_ssize_t j, q
     cdef double v, u
     if not S.loaded:
         return
@@ -495,14 +454,14 @@ cdef void _scaled_flush(SpdcProblem* P, ScaledState* S) noexcept nogil:
         P.feat[j].xprev = S.Ap * v + S.Bp * u
         P.feat[j].u = u
         P.feat[j].last = P.t
-    for r in range(S.n_used):
-        k = S.table[S.used[r]].key
-        P.feat[k].xprev += S.table[S.used[r]].e
+    for q in range(S.prev_lo, S.prev_hi):       # the previous row's records hold u*
+        P.feat[indices[q]].u -= S.prev_du * data[q]
     S.loaded = False
 
 
 cdef void _scaled_rebase(ScaledState* S, Py_ssize_t d) noexcept nogil:
-    """v <- x, A = 1, B = 0 before A underflows (x^(t-1) = x^t / a + tau u)."""
+    """v <- x, A = 1, B = 0 before A underflows (x^(t-1) = x^t / a + tau u; the previous
+    row's records keep their offset u*, which this map turns into their true x^(t-1))."""
     cdef Py_ssize_t j
     for j in range(d):
         S.s[j].v = S.A * S.s[j].v + S.B * S.s[j].u
@@ -523,13 +482,10 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n
-    cdef double a, tau, A, B, An, Bn, kappa, c0, c1, dot, corr, ynew, dy, c
-    cdef Py_ssize_t it, k, q, lo, hi, r, nh
-    cdef Py_ssize_t* hits = S.hits
-    cdef double e
-    cdef int64_t j
+    cdef double a, tau, A, B, An, Bn, cv, cu, du, c0, c1, dot, ynew, dy
+    cdef Py_ssize_t it, k, q, lo, hi
     if not S.loaded:
-        _scaled_load(P, S, lp)
+        _scaled_load(data, indices, P, S, lp)
     a = S.a
     tau = S.tau
     _prefetch_order_row(data, indices, indptr, order, 0, n_steps)
@@ -538,71 +494,44 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
         _prefetch_order_row(data, indices, indptr, order, it + 2, n_steps)
         if it + 1 < n_steps:
             k = order[it + 1]
-            memset(S.next_bits, 0, sizeof(S.next_bits))
             for q in range(indptr[k], indptr[k + 1]):
-                j = indices[q]
-                DS_PREFETCH(sf + j)
-                _set_bit(S.next_bits, j)
-        else:                   # the next row is not drawn yet (and a flush needs them all)
-            memset(S.next_bits, 0xFF, sizeof(S.next_bits))
+                DS_PREFETCH(sf + indices[q])
         k = order[it]
         lo = indptr[k]
         hi = indptr[k + 1]
         A = S.A
         B = S.B
-        # xt = (1 + theta) x^t - theta x^(t-1), generic part and the previous row's corrections
+        # xt = (1 + theta) x^t - theta x^(t-1), exact for every feature (see above)
         c0 = (1.0 + theta) * A - theta * S.Ap
         c1 = (1.0 + theta) * B - theta * S.Bp
         dot = 0.0
-        corr = 0.0
-        if S.n_used > 0:
-            # the bitmap's hits are listed without a branch (a taken branch on a few
-            # percent of the nonzeros mispredicts) and looked up after the loop
-            nh = 0
-            for q in range(lo, hi):
-                j = indices[q]
-                f = &sf[j]
-                dot += data[q] * (c0 * f.v + c1 * f.u)
-                hits[nh] = q
-                nh += _bit(S.bits, j)
-            for r in range(nh):
-                q = hits[r]
-                corr += data[q] * _prev_correction(S, indices[q])
-            dot -= theta * corr
-            _clear_prev(S)
-        else:
-            for q in range(lo, hi):
-                f = &sf[indices[q]]
-                dot += data[q] * (c0 * f.v + c1 * f.u)
+        for q in range(lo, hi):
+            f = &sf[indices[q]]
+            dot += data[q] * (c0 * f.v + c1 * f.u)
         if P.trace != NULL and P.trace_pos < P.trace_len:
             P.trace[P.trace_pos] = dot
             P.trace_pos += 1
+        _shift_prev(data, indices, S, -1.0)
+        S.prev_lo = S.prev_hi = 0
         ynew = _dual_update(P, &loss, k, dot, sigma, inv_sigma, dual_free)
         dy = ynew - y[k]
         An = a * A
         Bn = a * (B - tau)
         if dy != 0.0:
-            # the row's features: x <- a (x - tau (u + dy a_kj)) = An v + Bn u - a tau dy a_kj
-            # and u += c a_kj (c = dy / n), so under the new (An, Bn) v moves by kappa a_kj
-            # with kappa = -(a tau dy + Bn c) / An: two axpys on the row
+            # the row's features: x <- a (x - tau (u + dy a_kj)) = An v + Bn u - a tau dy a_kj,
+            # and u += dy a_kj / n, plus the offset du a_kj (x^(t+1) unchanged): their
+            # records take u* = u + dy a_kj and v += cv a_kj
             y[k] = ynew
-            c = dy * inv_n
-            kappa = -(a * tau * dy + Bn * c) / An
-            _size_table(S, hi - lo)
-            nh = 0
+            du = dy * (1.0 - inv_n)
+            cu = dy
+            cv = -(a * tau * dy + Bn * cu) / An
             for q in range(lo, hi):
-                j = indices[q]
-                f = &sf[j]
-                f.v += kappa * data[q]
-                f.u += c * data[q]
-                hits[nh] = q
-                nh += _bit(S.next_bits, j)
-            # x^(t-1) of a row feature is off the map by exactly tau dy a_kj (1 - 1/n):
-            # x^t = a (x^(t-1) - tau (u_old + dy a_kj)) with u_old = u - dy a_kj / n
-            e = tau * dy * (1.0 - inv_n)
-            for r in range(nh):
-                q = hits[r]
-                _add_prev(S, indices[q], e * data[q])
+                f = &sf[indices[q]]
+                f.v += cv * data[q]
+                f.u += cu * data[q]
+            S.prev_lo = lo
+            S.prev_hi = hi
+            S.prev_du = du
         S.Ap = A
         S.Bp = B
         S.A = An
@@ -828,7 +757,6 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef LazyParams lp
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
-    cdef Py_ssize_t max_nnz = 0, cap = 4
     if ev < 1:
         ev = 1
     res.status = SPDC_MAX_EPOCHS
@@ -855,24 +783,10 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         res.n_epochs = 0
         return res.status
     if P.batch == 1 and P.lam1 == 0.0 and P.lam > 0.0:
-        for i in range(P.n):
-            if indptr[i + 1] - indptr[i] > max_nnz:
-                max_nnz = indptr[i + 1] - indptr[i]
-        while cap < 4 * max_nnz:
-            cap *= 2
         memset(&scaled, 0, sizeof(ScaledState))
         scaled.s = <ScaledFeature*>malloc(P.d * sizeof(ScaledFeature))
-        scaled.table = <PrevEntry*>malloc(cap * sizeof(PrevEntry))
-        scaled.used = <Py_ssize_t*>malloc(2 * (max_nnz + 1) * sizeof(Py_ssize_t))
-        scaled.hits = scaled.used + (max_nnz + 1)
-        if scaled.s != NULL and scaled.table != NULL and scaled.used != NULL:
-            for i in range(cap):
-                scaled.table[i].key = -1
+        if scaled.s != NULL:            # else (not enough memory): the general path
             S = &scaled
-        else:                           # not enough memory: the general path
-            free(scaled.s)
-            free(scaled.table)
-            free(scaled.used)
     _lazy_params(&lp, P, tab, tab_len)
     rng_seed(&P.rng, opt.seed)
     for i in range(P.n):
@@ -905,7 +819,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         evaluated = epoch % ev == 0 or epoch == opt.max_epochs
         if evaluated:
             if S != NULL:
-                _scaled_flush(P, S)
+                _scaled_flush(data, indices, P, S)
             _evaluate(data, indices, indptr, P, &lp, out)
             if kind == MEASURE_GRAD:
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
@@ -942,7 +856,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
                 res.status = SPDC_STOPPED
             if not evaluated:
                 if S != NULL:
-                    _scaled_flush(P, S)
+                    _scaled_flush(data, indices, P, S)
                 _flush(P, &lp)
     res.n_epochs = epoch
     res.primal = out[0]
@@ -952,8 +866,6 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     res.delta_hat = P.delta_hat
     if S != NULL:
         free(scaled.s)
-        free(scaled.table)
-        free(scaled.used)
     free(tab)
     free(G)
     free(tw)
