@@ -417,24 +417,17 @@ cdef inline void _shift_prev(const floating* data, const index_t* indices, Scale
         f.v += dv * data[q]
 
 
-cdef void _scaled_load(const floating* data, const index_t* indices, SpdcProblem* P,
-                       ScaledState* S, const LazyParams* lp) noexcept nogil:
-    """Take over the flushed iterate of P.feat (x at P.t, u exact). x^(t-1) stays the map
-    of the last steps taken (a, tau before this call), with the previous row's offset."""
+cdef void _scaled_load(SpdcProblem* P, ScaledState* S, const LazyParams* lp) noexcept nogil:
+    """Take over the starting iterate of P.feat (x at P.t = 0, u exact; x^(-1) = x^0)."""
     cdef Py_ssize_t j
     for j in range(P.d):
         S.s[j].v = P.feat[j].x
         S.s[j].u = P.feat[j].u
     S.A = 1.0
     S.B = 0.0
-    if P.t == 0:
-        S.Ap = 1.0              # xprev = x at the start
-        S.Bp = 0.0
-        S.prev_lo = S.prev_hi = 0
-    else:
-        S.Ap = 1.0 / S.a        # x^(t-1) = x^t / a + tau u under the last steps' map
-        S.Bp = S.tau
-    _shift_prev(data, indices, S, 1.0)
+    S.Ap = 1.0
+    S.Bp = 0.0
+    S.prev_lo = S.prev_hi = 0
     S.a = lp.a
     S.tau = lp.tau
     S.loaded = True
@@ -485,7 +478,11 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
     cdef double a, tau, A, B, An, Bn, cv, cu, du, c0, c1, dot, ynew, dy
     cdef Py_ssize_t it, k, q, lo, hi
     if not S.loaded:
-        _scaled_load(data, indices, P, S, lp)
+        _scaled_load(P, S, lp)
+    # (Ap, Bp) were fixed with the previous steps' a and tau; these steps use lp's, which
+    # an adaptation after the last evaluation may have changed
+    S.a = lp.a
+    S.tau = lp.tau
     a = S.a
     tau = S.tau
     _prefetch_order_row(data, indices, indptr, order, 0, n_steps)
@@ -643,6 +640,53 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
         out[3] = primal + conj_s * inv_n
     else:
         out[3] = gg
+
+
+cdef void _evaluate_scaled(const floating* data, const index_t* indices,
+                           const index_t* indptr, SpdcProblem* P, ScaledState* S,
+                           double* out) noexcept nogil:
+    """_evaluate on the scaled state (pure L2: the measure is the gap) without P.feat: the
+    previous row's records get their true u back, v <- x with A = 1, B = 0 (as in a
+    rebase), u is recomputed as A^T y / n, and the previous row's offset goes back on.
+    Half the traffic of a flush into the 32-byte records, _evaluate and a load."""
+    cdef Py_ssize_t i, j, q, lo, hi, n = P.n, d = P.d
+    cdef ScaledFeature* sf = S.s
+    cdef double z, c, w, loss_sum = 0.0, conj_sum = 0.0, xx = 0.0, gs = 0.0, primal, dual
+    cdef double inv_n = 1.0 / <double>n
+    _shift_prev(data, indices, S, -1.0)
+    for j in range(d):
+        sf[j].v = S.A * sf[j].v + S.B * sf[j].u
+        sf[j].u = 0.0
+    S.A = 1.0
+    S.B = 0.0
+    S.Ap = 1.0 / S.a            # x^(t-1) = x^t / a + tau u under the last steps' map
+    S.Bp = S.tau
+    for i in range(n):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        z = 0.0
+        for q in range(lo, hi):
+            z += data[q] * sf[indices[q]].v
+        P.z[i] = z
+        loss_sum += loss_value(&P.loss, z, P.b[i])
+        conj_sum += loss_conj(&P.loss, -P.y[i], P.b[i])
+        c = P.y[i] * inv_n
+        if c != 0.0:
+            for q in range(lo, hi):
+                sf[indices[q]].u += c * data[q]
+    for j in range(d):
+        w = sf[j].v
+        xx += w * w
+        gs += sf[j].u * sf[j].u
+        if P.x_out != NULL:
+            P.x_out[j] = w
+    _shift_prev(data, indices, S, 1.0)
+    primal = loss_sum * inv_n + 0.5 * P.lam * xx
+    dual = -conj_sum * inv_n - gs / (2.0 * P.lam)
+    out[0] = primal
+    out[1] = dual
+    out[2] = primal - dual
+    out[3] = out[2]
 
 
 # ---------------------------------------------------------------------------------------
@@ -818,9 +862,10 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         since += 1
         evaluated = epoch % ev == 0 or epoch == opt.max_epochs
         if evaluated:
-            if S != NULL:
-                _scaled_flush(data, indices, P, S)
-            _evaluate(data, indices, indptr, P, &lp, out)
+            if S != NULL and S.loaded:
+                _evaluate_scaled(data, indices, indptr, P, S, out)
+            else:
+                _evaluate(data, indices, indptr, P, &lp, out)
             if kind == MEASURE_GRAD:
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
             if out[3] <= target:
@@ -855,9 +900,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
             if res.status != SPDC_CONVERGED:
                 res.status = SPDC_STOPPED
             if not evaluated:
-                if S != NULL:
-                    _scaled_flush(data, indices, P, S)
                 _flush(P, &lp)
+    if S != NULL:
+        _scaled_flush(data, indices, P, S)          # P.feat gets the final iterate
     res.n_epochs = epoch
     res.primal = out[0]
     res.dual = out[1]
