@@ -21,6 +21,11 @@ parameter changes happen right after one (spec 3.3).
 Per-feature state is interleaved (x, xprev, u, last: 32 bytes) so a nonzero costs one
 cache line, and the rows and feature lines of the next sampled row are prefetched while
 the current one is processed (random rows defeat the hardware prefetcher).
+
+With batch 1 and a pure L2 term (the common case) a scaled form replaces all of this: every
+feature off the row follows one affine map, so 16 bytes a feature (v, u) and four global
+scalars carry x and xprev, and evaluations work on that state directly (see "the scaled
+fast path" below).
 """
 from libc.math cimport INFINITY, NAN, sqrt, log, exp, log1p, expm1, fabs, isfinite, ceil
 from libc.stdlib cimport malloc, free
