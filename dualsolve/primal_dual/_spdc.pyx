@@ -578,39 +578,55 @@ cdef int _measure_kind(const SpdcProblem* P) noexcept nogil:
     return MEASURE_GRAD
 
 
+cdef void _row_pass(const floating* data, const index_t* indices, const index_t* indptr,
+                    SpdcProblem* P, const double* x, double* u, Py_ssize_t stride,
+                    double* grad, double* sums) noexcept nogil:
+    """The evaluation's pass over the rows, with x_j = x[stride j] and u_j = u[stride j]
+    (u zeroed beforehand): the scores into P.z, sums[0] += the losses, sums[1] += the
+    conjugates at -y, u += A^T y / n, and (grad not NULL) grad += the loss gradient."""
+    cdef Py_ssize_t i, q, lo, hi
+    cdef double z, c, r, inv_n = 1.0 / <double>P.n
+    for i in range(P.n):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        z = 0.0
+        for q in range(lo, hi):
+            z += data[q] * x[stride * indices[q]]
+        P.z[i] = z
+        sums[0] += loss_value(&P.loss, z, P.b[i])
+        sums[1] += loss_conj(&P.loss, -P.y[i], P.b[i])
+        c = P.y[i] * inv_n
+        if c != 0.0:
+            for q in range(lo, hi):
+                u[stride * indices[q]] += c * data[q]
+        if grad != NULL:
+            r = loss_deriv(&P.loss, z, P.b[i]) * inv_n
+            if r != 0.0:
+                for q in range(lo, hi):
+                    grad[indices[q]] += r * data[q]
+
+
 cdef void _evaluate(const floating* data, const index_t* indices, const index_t* indptr,
                     SpdcProblem* P, const LazyParams* lp, double* out) noexcept nogil:
     """out = (primal, dual, gap, measure). Leaves x flushed to P.t and u = A^T y / n."""
-    cdef Py_ssize_t i, j, q, lo, hi, n = P.n, d = P.d
+    cdef Py_ssize_t i, j, n = P.n, d = P.d
     cdef SpdcFeature* feat = P.feat
     cdef int kind = _measure_kind(P)
     cdef double* grad = P.work_d
-    cdef double z, c, r, loss_sum = 0.0, conj_sum = 0.0, xx = 0.0, x1 = 0.0, gs = 0.0
+    cdef double loss_sum, conj_sum, xx = 0.0, x1 = 0.0, gs = 0.0
     cdef double umax = 0.0, gg = 0.0, uj, w, primal, dual, s, conj_s
+    cdef double sums[2]
     cdef double inv_n = 1.0 / <double>n
     _flush(P, lp)
     for j in range(d):
         feat[j].u = 0.0
     if kind == MEASURE_GRAD:
         memset(grad, 0, d * sizeof(double))
-    for i in range(n):
-        lo = indptr[i]
-        hi = indptr[i + 1]
-        z = 0.0
-        for q in range(lo, hi):
-            z += data[q] * feat[indices[q]].x
-        P.z[i] = z
-        loss_sum += loss_value(&P.loss, z, P.b[i])
-        conj_sum += loss_conj(&P.loss, -P.y[i], P.b[i])
-        c = P.y[i] * inv_n
-        if c != 0.0:
-            for q in range(lo, hi):
-                feat[indices[q]].u += c * data[q]
-        if kind == MEASURE_GRAD:
-            r = loss_deriv(&P.loss, z, P.b[i]) * inv_n
-            if r != 0.0:
-                for q in range(lo, hi):
-                    grad[indices[q]] += r * data[q]
+    sums[0] = sums[1] = 0.0
+    _row_pass(data, indices, indptr, P, &feat[0].x, &feat[0].u, 4,
+              grad if kind == MEASURE_GRAD else NULL, sums)
+    loss_sum = sums[0]
+    conj_sum = sums[1]
     for j in range(d):
         w = feat[j].x
         xx += w * w
@@ -654,9 +670,10 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     previous row's records get their true u back, v <- x with A = 1, B = 0 (as in a
     rebase), u is recomputed as A^T y / n, and the previous row's offset goes back on.
     Half the traffic of a flush into the 32-byte records, _evaluate and a load."""
-    cdef Py_ssize_t i, j, q, lo, hi, n = P.n, d = P.d
+    cdef Py_ssize_t j, n = P.n, d = P.d
     cdef ScaledFeature* sf = S.s
-    cdef double z, c, w, loss_sum = 0.0, conj_sum = 0.0, xx = 0.0, gs = 0.0, primal, dual
+    cdef double w, loss_sum, conj_sum, xx = 0.0, gs = 0.0, primal, dual
+    cdef double sums[2]
     cdef double inv_n = 1.0 / <double>n
     _shift_prev(data, indices, S, -1.0)
     for j in range(d):
@@ -666,19 +683,10 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     S.B = 0.0
     S.Ap = 1.0 / S.a            # x^(t-1) = x^t / a + tau u under the last steps' map
     S.Bp = S.tau
-    for i in range(n):
-        lo = indptr[i]
-        hi = indptr[i + 1]
-        z = 0.0
-        for q in range(lo, hi):
-            z += data[q] * sf[indices[q]].v
-        P.z[i] = z
-        loss_sum += loss_value(&P.loss, z, P.b[i])
-        conj_sum += loss_conj(&P.loss, -P.y[i], P.b[i])
-        c = P.y[i] * inv_n
-        if c != 0.0:
-            for q in range(lo, hi):
-                sf[indices[q]].u += c * data[q]
+    sums[0] = sums[1] = 0.0
+    _row_pass(data, indices, indptr, P, &sf[0].v, &sf[0].u, 2, NULL, sums)
+    loss_sum = sums[0]
+    conj_sum = sums[1]
     for j in range(d):
         w = sf[j].v
         xx += w * w
