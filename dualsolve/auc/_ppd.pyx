@@ -34,6 +34,9 @@ Ps = sum_t sigma_t kept in double-double so that late (small) increments do not 
 """
 from libc.math cimport sqrt, log, log1p, NAN, INFINITY
 from libc.stdlib cimport malloc, free
+
+cdef extern from "<stdlib.h>" nogil:
+    void* aligned_alloc(size_t alignment, size_t size)     # C11; released with free
 from libc.stdint cimport int64_t
 from libc.string cimport memset, memcpy
 from scipy.special.cython_special cimport psi
@@ -455,12 +458,13 @@ def _digamma_gap(double a, double g):
     return digamma_gap(a, g)
 
 
-# One 56-byte record per feature for PPD-AdaGrad, so that a nonzero costs one or two cache
-# lines instead of seven arrays (G, S2, w0, the stage sum, the step stamp and the mini-batch
-# scratch and mark).
+# One 64-byte record per feature for PPD-AdaGrad, allocated on cache-line boundaries, so
+# that a nonzero costs exactly one cache line instead of eight arrays (G, S2, the AdaGrad
+# denominator, w0, the stage sum, the step stamp and the mini-batch scratch and mark).
 ctypedef struct AdaFeature:
     double G               # sum of the feature's F-gradients since the stage start
     double S2              # sum of their squares
+    double D               # delta + sqrt(S2), kept with S2 (one square root per update)
     double w0              # the reference point
     double wsum            # sum of the iterates 0 .. last
     double gsum            # mini-batch scratch, zero between steps
@@ -479,7 +483,7 @@ cdef inline void _ada_catch_up(const AucProblem* P, AdaFeature* f, int64_t m, do
     c1 = eta * f.G
     c2 = eta * P.lam * f.w0
     if c1 != 0.0 or c2 != 0.0:
-        D = P.delta + sqrt(f.S2)
+        D = f.D
         if B == 0.0:                                   # lam = 0, gamma = inf: c2 = 0
             s = cnt * c1 / D
         elif m - m1 < ADA_DIRECT_SUM:
@@ -495,7 +499,7 @@ cdef inline void _ada_catch_up(const AucProblem* P, AdaFeature* f, int64_t m, do
 
 cdef inline double _ada_w(const AucProblem* P, const AdaFeature* f, int64_t m, double eta,
                           double B) noexcept nogil:
-    return f.w0 - eta * (f.G + m * P.lam * f.w0) / (P.delta + sqrt(f.S2) + B * m)
+    return f.w0 - eta * (f.G + m * P.lam * f.w0) / (f.D + B * m)
 
 
 cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
@@ -513,12 +517,13 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
     cdef AheadQueue Q
     if not P.delta > 0.0:
         return AUC_NO_BUFFER
-    F = <AdaFeature*>malloc(d * sizeof(AdaFeature))
+    F = <AdaFeature*>aligned_alloc(64, d * sizeof(AdaFeature))
     if F == NULL:
         return AUC_NO_BUFFER
     for j in range(d):
         F[j].G = 0.0
         F[j].S2 = 0.0
+        F[j].D = P.delta
         F[j].w0 = P.w0[j]
         F[j].wsum = 0.0
         F[j].gsum = 0.0
@@ -541,7 +546,6 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                 for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
                     f = &F[indices[q]]
                     DS_PREFETCH(f)
-                    DS_PREFETCH(<char*>f + sizeof(AdaFeature) - 1)
         for k in range(nb):
             i = P.batch[k]
             h = 0.0
@@ -559,6 +563,7 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                 g = c * data[q]
                 f.G += g
                 f.S2 += g * g
+                f.D = P.delta + sqrt(f.S2)
         else:
             for k in range(nb):                        # sum a feature's gradients over B first
                 i = P.batch[k]
@@ -577,6 +582,7 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
                         f.mark = -1
                         f.G += g
                         f.S2 += g * g
+                        f.D = P.delta + sqrt(f.S2)
         sga = sg[0]
         sgb = sg[1]
         sgal = sg[2]
