@@ -79,7 +79,7 @@ ctypedef struct AucProblem:
     double alpha
     double a0
     double b0
-    bint scaled_sg             # PPD-SG: the scaled-record form where it pays (default True;
+    bint scaled_sg             # PPD-SG: the scaled-iterate form where it pays (default True;
                                # False: the DriftJIT form always, for tests)
     Py_ssize_t* trace          # optional: every drawn row in order (tests)
     Py_ssize_t trace_len

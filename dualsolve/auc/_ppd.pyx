@@ -9,7 +9,9 @@ all gradients at (w_t, a_t, b_t, alpha_t) (Jacobi)::
     a_{t+1} = a_t - eta (g_a + (a_t - a0)/gamma)        (b alike)
     alpha_{t+1} = alpha_t + eta g_alpha
 
-The map w_j <- rho w_j + beta w0_j of untouched features is applied just in time with
+The map w_j <- rho w_j + beta w0_j of untouched features is carried by global scalars
+(w = A z + B w0, 8 bytes of state per feature and a per-row debt for the stage sum: "PPD-SG
+with a scaled iterate" below) or, where that does not pay, applied just in time with
 DriftJIT (O(1) per catch-up, also adding the missed iterates to the stage sum).
 
 PPD-AdaGrad stage (Algorithm 3 with the proximal and L2 terms in closed form, spec 3.5):
