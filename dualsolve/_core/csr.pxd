@@ -83,6 +83,16 @@ cdef inline double sparse_sqnorm(const floating* data, Py_ssize_t nnz) noexcept 
     return s
 
 
+cdef inline void prefetch_records(const index_t* ind, Py_ssize_t nnz, const void* base,
+                                  size_t record_bytes) noexcept nogil:
+    """Ask for the per-feature records base + record_bytes * ind[k] of a row's features
+    (solvers with one record per feature; a record must not straddle two cache lines)."""
+    cdef const char* b = <const char*>base
+    cdef Py_ssize_t k
+    for k in range(nnz):
+        DS_PREFETCH(b + record_bytes * <size_t>ind[k])
+
+
 cdef inline void prefetch_row(const floating* data, const index_t* ind,
                               Py_ssize_t nnz) noexcept nogil:
     """Ask for the cache lines of a row that will be used soon: rows visited in random order

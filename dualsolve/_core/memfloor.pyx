@@ -16,7 +16,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._core.csr cimport floating, index_t, prefetch_row, DS_PREFETCH
+from dualsolve._core.csr cimport floating, index_t, prefetch_row, prefetch_records
 
 
 cdef double _pass(const floating* data, const index_t* indices, const index_t* indptr,
@@ -32,8 +32,8 @@ cdef double _pass(const floating* data, const index_t* indices, const index_t* i
                              indptr[kn + 1] - indptr[kn])
             if it + 1 < n_steps:
                 kn = order[it + 1]
-                for q in range(indptr[kn], indptr[kn + 1]):
-                    DS_PREFETCH(rec + width * indices[q])
+                prefetch_records(indices + indptr[kn], indptr[kn + 1] - indptr[kn], rec,
+                                 width * sizeof(double))
         k = order[it]
         lo = indptr[k]
         hi = indptr[k + 1]

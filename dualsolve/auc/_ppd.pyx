@@ -48,7 +48,7 @@ import numpy as np
 
 from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, prefetch_row,
-                                  DS_PREFETCH)
+                                  prefetch_records)
 from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
                                    drift_flush, drift_table_size, ScaledVec, sv_init,
@@ -325,8 +325,9 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
         _ahead_draw(data, indices, indptr, P, &Q, t, T)
         if t + 1 < T - 1:
             for k in range(nb):
-                for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
-                    DS_PREFETCH(z + indices[q])
+                i = Q.next[k]
+                prefetch_records(indices + indptr[i], indptr[i + 1] - indptr[i], z,
+                                 sizeof(double))
         for k in range(nb):
             i = P.batch[k]
             hz = 0.0
@@ -545,9 +546,9 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
         _ahead_draw(data, indices, indptr, P, &Q, m, T)
         if m + 1 < T - 1:
             for k in range(nb):
-                for q in range(indptr[Q.next[k]], indptr[Q.next[k] + 1]):
-                    f = &F[indices[q]]
-                    DS_PREFETCH(f)
+                i = Q.next[k]
+                prefetch_records(indices + indptr[i], indptr[i + 1] - indptr[i], F,
+                                 sizeof(AdaFeature))
         for k in range(nb):
             i = P.batch[k]
             h = 0.0

@@ -37,7 +37,7 @@ import numpy as np
 from dualsolve._monitor import EpochMonitor
 
 from dualsolve._core.hooks cimport report_or_stop
-from dualsolve._core.csr cimport floating, index_t, prefetch_row, DS_PREFETCH
+from dualsolve._core.csr cimport floating, index_t, prefetch_row, prefetch_records
 from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
                                      loss_dual_step, loss_conj_strong_convexity, make_loss)
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
@@ -215,13 +215,6 @@ cdef Py_ssize_t _draw_epoch(rng_state* rng, Py_ssize_t* perm, Py_ssize_t* order,
 # the stochastic steps
 
 
-cdef inline void _prefetch_features(const index_t* ind, Py_ssize_t nnz,
-                                    const SpdcFeature* feat) noexcept nogil:
-    cdef Py_ssize_t q
-    for q in range(nnz):
-        DS_PREFETCH(feat + ind[q])
-
-
 cdef inline void _prefetch_order_row(const floating* data, const index_t* indices,
                                      const index_t* indptr, const Py_ssize_t* order,
                                      Py_ssize_t it, Py_ssize_t n_steps) noexcept nogil:
@@ -285,7 +278,8 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
         _prefetch_order_row(data, indices, indptr, order, it + 2, n_steps)
         if it + 1 < n_steps:
             k = order[it + 1]
-            _prefetch_features(indices + indptr[k], indptr[k + 1] - indptr[k], feat)
+            prefetch_records(indices + indptr[k], indptr[k + 1] - indptr[k], feat,
+                             sizeof(SpdcFeature))
         k = order[it]
         lo = indptr[k]
         hi = indptr[k + 1]
@@ -496,8 +490,8 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
         _prefetch_order_row(data, indices, indptr, order, it + 2, n_steps)
         if it + 1 < n_steps:
             k = order[it + 1]
-            for q in range(indptr[k], indptr[k + 1]):
-                DS_PREFETCH(sf + indices[q])
+            prefetch_records(indices + indptr[k], indptr[k + 1] - indptr[k], sf,
+                             sizeof(ScaledFeature))
         k = order[it]
         lo = indptr[k]
         hi = indptr[k + 1]
