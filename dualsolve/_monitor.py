@@ -2,12 +2,15 @@
 callback, and Ctrl-C (a pending SIGINT is raised while this Python code runs)."""
 import time
 
+import numpy as np
+
 
 class EpochMonitor:
     """Collects ``(epoch, seconds, *values)`` rows; ``report`` returns True to stop.
 
     columns : names of the values after epoch and time (e.g. primal, dual, gap, ...).
-    coef : an array handed to the callback as ``info["coef"]`` (a read-only view).
+    coef : an array handed to the callback as ``info["coef"]``, through a read-only view
+        made here (``set_coef`` replaces it).
     An exception raised by the callback (or KeyboardInterrupt) is kept in ``error`` and
     stops the solve; the driver re-raises it once the loop has returned.
     """
@@ -17,9 +20,16 @@ class EpochMonitor:
         self.callback = callback
         self.verbose = verbose
         self.columns = tuple(columns)
-        self.coef = coef
+        self.set_coef(coef)
         self.error = None
         self.t0 = time.perf_counter()
+
+    def set_coef(self, coef):
+        """Hand the callback a read-only view of coef (None: no coef in info)."""
+        self.coef = None
+        if coef is not None:
+            self.coef = np.asarray(coef).view()
+            self.coef.flags.writeable = False
 
     def report(self, epoch, *values):
         t = time.perf_counter() - self.t0

@@ -610,12 +610,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     opt.step_cap = step_cap
     opt.batch_size = batch_size
     opt.mb_sampler = mb_sampler
-    coef_view = None
-    if callback is not None:
-        coef_view = np.asarray(wv)[:d].view()
-        coef_view.flags.writeable = False        # the callback's read-only view of w
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "max_kappa", "dual_kind"),
-                       coef=coef_view)
+                       coef=np.asarray(wv)[:d])
     cdef int status
     with nogil:
         status = dfsdca_run(&data[0], &indices[0], &indptr[0], cdp, cip, cpp, &P, &opt, &res,

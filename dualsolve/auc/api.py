@@ -182,9 +182,7 @@ def _make_report(Xs, pos, lam, val, mon, solver):
                           "decrease eta0 (or zeta for SOLAM)", ConvergenceWarning, stacklevel=4)
             return True
         vauc = auc_score(val[1], val[0] @ w) if val is not None else np.nan
-        view = w.view()
-        view.flags.writeable = False
-        mon.coef = view
+        mon.set_coef(w)
         return mon.report(k, J, np.nan, np.nan, Pn, vauc)
     return report
 

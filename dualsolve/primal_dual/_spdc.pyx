@@ -975,9 +975,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef SpdcOptions opt = spdc_default_options()
     cdef SpdcResult res
     cdef double* vptr = NULL
-    x_view.flags.writeable = False          # the callback's read-only view of x
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "measure", "delta_hat"),
-                       coef=x_view if callback is not None else None)
+                       coef=x_view)
     if method == SPDC_DUAL_FREE:
         vv = v
         vptr = &vv[0]

@@ -737,9 +737,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         tr = _ptr(tr_arr.reshape(-1))
         tr_stride = k_rec * d
 
-    xs_view = xs_arr[:d]
-    xs_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "passes"), coef=xs_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "passes"), coef=xs_arr[:d])
 
     for i in range(n):
         p0 += loss_value(&S.loss, 0.0, y[i])

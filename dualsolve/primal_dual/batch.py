@@ -305,9 +305,7 @@ def _run(prob, method, Delta, step, theta_fixed, adapt, x0, tol, max_iter, verbo
     sigma, tau, theta_rate, theta = parameters(Delta)
     target = tol * prob.p0
 
-    x_view = x.view()
-    x_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + HISTORY_EXTRA, coef=x_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + HISTORY_EXTRA, coef=x)
     p = prob.primal(x, z)
     dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta, p)
     window, pwin = [measure], [p]

@@ -419,10 +419,8 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         raise ValueError(f"y has {n} entries for {n_points} points")
     if mix is not None and sqnorm is None:
         raise ValueError("mixed points need their squared norms (sqnorm)")
-    w_view = np.asarray(w)
-    w_view.flags.writeable = False
     mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate", "n_active"),
-                       coef=w_view)
+                       coef=w)
     cdef int sqnorm_given = sqnorm is not None
     sqnorm = np.empty(n_points) if sqnorm is None else np.array(sqnorm, dtype=np.float64)
     zbuf = np.empty(n)

@@ -378,11 +378,7 @@ def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
             P.otrace_steps = otr.shape[0]
     cdef _Objective obj = _Objective(n, d, y, loss, loss_param, sigma, mu, wv)
     cdef SorelProblem* Q = &obj.Q
-    coef_view = None
-    if callback is not None:
-        coef_view = np.asarray(wv)[:d].view()
-        coef_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
     with nogil:
         prospect_start(&data[0], &indices[0], &indptr[0], &P, alpha, seed)
     status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, &P, NULL, 0.0, n,
@@ -418,11 +414,7 @@ def _fit_sgd(const floating[::1] data, const index_t[::1] indices, const index_t
     P.trace = intp_out(trace, &P.trace_len)
     cdef _Objective obj = _Objective(n, d, y, loss, loss_param, sigma, mu, wv)
     cdef SorelProblem* Q = &obj.Q
-    coef_view = None
-    if callback is not None:
-        coef_view = np.asarray(wv)[:d].view()
-        coef_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
     status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, NULL, &P, alpha, T,
                                       max_epochs, mon)
     if mon.error is not None:

@@ -365,11 +365,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
             raise ValueError("eta_trace is shorter than max_epochs")
         if er.shape[0] > 0:
             eta_rec = &er[0]
-    coef_view = None
-    if callback is not None:
-        coef_view = np.asarray(wv)[:d].view()
-        coef_view.flags.writeable = False
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=coef_view)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
     cdef int status
     with nogil:
         status = _sorel_loop(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook,
