@@ -275,10 +275,17 @@ cdef inline bint _ahead_start(const floating* data, const index_t* indices,
 
 cdef inline void _ahead_draw(const floating* data, const index_t* indices,
                              const index_t* indptr, AucProblem* P, AheadQueue* Q, int64_t t,
-                             int64_t T) noexcept nogil:
-    """At the start of step t: draw the batch of step t + 2 and prefetch its rows."""
+                             int64_t T, const void* records, size_t record_bytes) noexcept nogil:
+    """At the start of step t: draw the batch of step t + 2 and prefetch its rows, and
+    prefetch the per-feature records of the batch of step t + 1."""
+    cdef Py_ssize_t k, i
     if t + 2 < T - 1:
         _draw_prefetch_rows(data, indices, indptr, P, Q.after, P.batch_size)
+    if t + 1 < T - 1:
+        for k in range(P.batch_size):
+            i = Q.next[k]
+            prefetch_records(indices + indptr[i], indptr[i + 1] - indptr[i], records,
+                             record_bytes)
 
 
 cdef inline void _ahead_shift(AucProblem* P, AheadQueue* Q, int64_t t, int64_t T) noexcept nogil:
@@ -322,12 +329,7 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     sumb = b
     # the rows of step t + 2 are prefetched at step t, the records of their features at t + 1
     for t in range(T - 1):
-        _ahead_draw(data, indices, indptr, P, &Q, t, T)
-        if t + 1 < T - 1:
-            for k in range(nb):
-                i = Q.next[k]
-                prefetch_records(indices + indptr[i], indptr[i + 1] - indptr[i], z,
-                                 sizeof(double))
+        _ahead_draw(data, indices, indptr, P, &Q, t, T, z, sizeof(double))
         for k in range(nb):
             i = P.batch[k]
             hz = 0.0
@@ -543,12 +545,7 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
         if m == T - 1:
             break
         al = al0 - eta * Gal / (P.delta + sqrt(S2al))
-        _ahead_draw(data, indices, indptr, P, &Q, m, T)
-        if m + 1 < T - 1:
-            for k in range(nb):
-                i = Q.next[k]
-                prefetch_records(indices + indptr[i], indptr[i + 1] - indptr[i], F,
-                                 sizeof(AdaFeature))
+        _ahead_draw(data, indices, indptr, P, &Q, m, T, F, sizeof(AdaFeature))
         for k in range(nb):
             i = P.batch[k]
             h = 0.0
