@@ -446,29 +446,10 @@ def test_ctrl_c_stops_a_long_run(yacht):
 
 
 @pytest.mark.parametrize("train", SOLVERS)
-def test_bad_inputs(yacht, train):
+def test_bad_inputs(yacht, spectral, train):
     X, y = yacht
     n = len(y)
-    with pytest.raises(ValueError, match="spectrum must be nondecreasing"):
-        train(X, y, spectrum=np.linspace(2.0, 0.0, n) / n)
-    with pytest.raises(ValueError, match="spectrum must be nonnegative"):
-        s = np.zeros(n)
-        s[0], s[-1] = -0.5, 1.5
-        train(X, y, spectrum=s)
-    with pytest.raises(ValueError, match="spectrum must sum to 1"):
-        train(X, y, spectrum=np.full(n, 1.0 / (n + 1)))
-    with pytest.raises(ValueError, match="spectrum has length"):
-        train(X, y, spectrum=np.full(n + 1, 1.0 / (n + 1)))
-    with pytest.raises(ValueError, match="spectrum must be one of"):
-        train(X, y, spectrum="cvarr")
-    with pytest.raises(ValueError, match="spectrum_param"):
-        train(X, y, spectrum="extremile", spectrum_param=0.5)
-    with pytest.raises(ValueError, match="y has"):
-        train(X, y[:-1], spectrum="erm")
-    with pytest.raises(ValueError, match="X contains NaN"):
-        Xn = X.copy()
-        Xn[3, 2] = np.nan
-        train(Xn, y, spectrum="erm")
+    spectral.assert_spectrum_input_errors(train, X, y)
     with pytest.raises(ValueError, match="loss"):
         train(X, y, spectrum="erm", loss="hinge")
     with pytest.raises(ValueError, match="two are needed|single class"):
