@@ -542,6 +542,15 @@ def plot_guard(results):
 
 # ------------------------------------------------------------------------------ tables
 
+def _pairs(results):
+    """(data set, spectrum, result) for every pair present, in the tables' order."""
+    for name in DATASETS:
+        for kind in SPECTRA:
+            p = results.get(name, {}).get(kind)
+            if p:
+                yield name, kind, p
+
+
 def tables(results, methods=LABELS):
     """Markdown: per data set, one row per (spectrum, method); the targets are seed 0's."""
     lines = ["Cells: passes (p) and seconds (s) at which seed 0 first reaches the target; "
@@ -590,20 +599,16 @@ def steps_table(results):
     lines = ["| data set | spectrum | " + " | ".join(
                  f"{m} {'(alpha, C)' if METHODS[m][2] else 'alpha'}" for m in meths) + " |",
              "|---|---|" + "---|" * len(meths)]
-    for name in DATASETS:
-        for kind in SPECTRA:
-            p = results.get(name, {}).get(kind)
-            if not p:
+    for name, kind, p in _pairs(results):
+        cells = []
+        for m in meths:
+            e = p["methods"].get(m)
+            if not e or "setting" not in e:
+                cells.append("-")
                 continue
-            cells = []
-            for m in meths:
-                e = p["methods"].get(m)
-                if not e or "setting" not in e:
-                    cells.append("-")
-                    continue
-                fmt = lambda st: ", ".join(f"{v:g}" for v in st.values())  # noqa: E731
-                cells.append(f"{fmt(e['setting'])} ({fmt(e['paper'])})")
-            lines.append(f"| {name} | {kind} | " + " | ".join(cells) + " |")
+            fmt = lambda st: ", ".join(f"{v:g}" for v in st.values())  # noqa: E731
+            cells.append(f"{fmt(e['setting'])} ({fmt(e['paper'])})")
+        lines.append(f"| {name} | {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -615,45 +620,37 @@ def summary_table(results):
     lines = ["| data set | spectrum | target | fewest passes | SOREL passes | "
              "fewest seconds | SOREL seconds | reached by |",
              "|---|---|---|---|---|---|---|---|"]
-    for name in DATASETS:
-        for kind in SPECTRA:
-            p = results.get(name, {}).get(kind)
-            if not p:
+    for name, kind, p in _pairs(results):
+        for t in TARGETS[1:]:
+            got = {}
+            for m in meths:
+                e = p["methods"].get(m)
+                v = e.get("targets", {}).get(f"{t:g}") if e else None
+                if v is not None:
+                    got[m] = v
+            if not got:
+                lines.append(f"| {name} | {kind} | {t:g} | none | | | | none |")
                 continue
-            for t in TARGETS[1:]:
-                got = {}
-                for m in meths:
-                    e = p["methods"].get(m)
-                    v = e.get("targets", {}).get(f"{t:g}") if e else None
-                    if v is not None:
-                        got[m] = v
-                if not got:
-                    lines.append(f"| {name} | {kind} | {t:g} | none | | | | none |")
-                    continue
-                bp = min(got, key=lambda m: got[m]["passes"])
-                bs = min(got, key=lambda m: got[m]["seconds"])
-                so = got.get("SOREL")
-                dg = {m: "" if got[m].get("stays", True) else "\u2020" for m in got}
-                lines.append(
-                    f"| {name} | {kind} | {t:g} | {bp}{dg[bp]} ({got[bp]['passes']:.4g}) | "
-                    f"{'-' if so is None else format(so['passes'], '.4g')} | "
-                    f"{bs}{dg[bs]} ({got[bs]['seconds'] * 1e3:.2g} ms) | "
-                    f"{'-' if so is None else format(so['seconds'] * 1e3, '.2g') + ' ms'} | "
-                    f"{', '.join(m + dg[m] for m in got)} |")
+            bp = min(got, key=lambda m: got[m]["passes"])
+            bs = min(got, key=lambda m: got[m]["seconds"])
+            so = got.get("SOREL")
+            dg = {m: "" if got[m].get("stays", True) else "\u2020" for m in got}
+            lines.append(
+                f"| {name} | {kind} | {t:g} | {bp}{dg[bp]} ({got[bp]['passes']:.4g}) | "
+                f"{'-' if so is None else format(so['passes'], '.4g')} | "
+                f"{bs}{dg[bs]} ({got[bs]['seconds'] * 1e3:.2g} ms) | "
+                f"{'-' if so is None else format(so['seconds'] * 1e3, '.2g') + ' ms'} | "
+                f"{', '.join(m + dg[m] for m in got)} |")
     return "\n".join(lines)
 
 
 def reference_table(results):
     lines = ["| data set | n | spectrum | F* | certified gap / F* | dual iterations | seconds |",
              "|---|---|---|---|---|---|---|"]
-    for name in DATASETS:
-        for kind in SPECTRA:
-            p = results.get(name, {}).get(kind)
-            if not p:
-                continue
-            r = p["reference"]
-            lines.append(f"| {name} | {p['n']} | {kind} | {r['F_star']:.12g} | "
-                         f"{r['rel_gap']:.1e} | {r['n_iter']} | {r['seconds']:.2f} |")
+    for name, kind, p in _pairs(results):
+        r = p["reference"]
+        lines.append(f"| {name} | {p['n']} | {kind} | {r['F_star']:.12g} | "
+                     f"{r['rel_gap']:.1e} | {r['n_iter']} | {r['seconds']:.2f} |")
     return "\n".join(lines)
 
 
