@@ -654,6 +654,15 @@ def reference_table(results):
     return "\n".join(lines)
 
 
+def print_tables(results):
+    print(reference_table(results))
+    print(tables(results))
+    print("\nSelected settings (in brackets: [code-SOREL]'s table)\n")
+    print(steps_table(results))
+    print("\nWho gets there first (seed 0)\n")
+    print(summary_table(results))
+
+
 # ------------------------------------------------------------------------------- main
 
 def main(argv=None):
@@ -678,12 +687,7 @@ def main(argv=None):
         ap.error(f"unknown method {exc}; choose from {', '.join(METHODS)}")
     results = _read_json(RESULTS)
     if args.table:
-        print(reference_table(results))
-        print(tables(results))
-        print("\nSelected settings (in brackets: [code-SOREL]'s table)\n")
-        print(steps_table(results))
-        print("\nWho gets there first (seed 0)\n")
-        print(summary_table(results))
+        print_tables(results)
         return
     if args.plots_only:
         for name in args.datasets:
@@ -723,12 +727,7 @@ def main(argv=None):
                                             seconds=round(total, 1))
         _write_json(RESULTS, results)
     print(f"total {total:.0f} s")
-    print(reference_table(results))
-    print(tables(results))
-    print("\nSelected settings (in brackets: [code-SOREL]'s table)\n")
-    print(steps_table(results))
-    print("\nWho gets there first (seed 0)\n")
-    print(summary_table(results))
+    print_tables(results)
 
 
 def _meta(results):
