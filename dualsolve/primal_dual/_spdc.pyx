@@ -392,7 +392,7 @@ ctypedef struct ScaledState:
     double B
     double Ap
     double Bp
-    double a                  # 1 / (1 + tau lam) of the steps since the last load
+    double a                  # 1 / (1 + tau lam) of the current steps (set as they start)
     double tau
     bint loaded               # s holds the iterate (else P.feat does)
     Py_ssize_t prev_lo        # the previous row's CSR range (prev_lo == prev_hi: none)
