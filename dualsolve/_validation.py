@@ -27,8 +27,15 @@ class CSRInput:
         self.sqnorm = sqnorm
 
 
-def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
+def check_csr(X, name="X", dtype=None):
     """Validate ``X`` and return a :class:`CSRInput` sharing memory with it when possible.
+
+    The CSR structure is checked before anything reads it (scipy accepts an ``indptr`` that
+    decreases or points past the data, and the loops trust the arrays they get): ``indptr``
+    starts at 0, never decreases and ends within the data; every column index lies in
+    ``[0, n_features)``; no row repeats a column (repeats are summed in a copy, with a
+    warning); no value is NaN or infinite; every row's squared norm is a normal float64
+    (neither overflowing nor lost to underflow). One O(nnz) pass, no O(n_features) memory.
 
     Parameters
     ----------
@@ -39,6 +46,8 @@ def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
         None keeps float32/float64 data as it is (other dtypes become float64).
     """
     if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D; got {X.ndim} dimensions")
         if X.format != "csr":
             X = X.tocsr()
     else:
@@ -50,47 +59,85 @@ def check_csr(X, name="X", dtype=None, allow_nonfinite=False):
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}")
         X = sp.csr_matrix(arr)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D; got {X.ndim} dimensions")
     data = X.data
     if data.dtype.kind == "c":
         raise TypeError(f"{name} must hold real numbers; got complex dtype {data.dtype}")
+    if data.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers; got dtype {data.dtype}")
     if dtype is not None:
         data = data.astype(dtype, copy=False)
     elif data.dtype not in (np.float32, np.float64):
         data = data.astype(np.float64)
+    if data.ndim != 1 or X.indices.ndim != 1 or X.indptr.ndim != 1:
+        raise ValueError(f"{name} is not a valid CSR matrix (data, indices and indptr must be 1-D)")
     if not data.flags.c_contiguous:
         data = np.ascontiguousarray(data)
     indices, indptr = X.indices, X.indptr
-    itype = np.int64 if (indices.dtype == np.int64 or indptr.dtype == np.int64) else np.int32
-    indices = np.ascontiguousarray(indices, dtype=itype)
-    indptr = np.ascontiguousarray(indptr, dtype=itype)
+    if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu":
+        raise TypeError(f"{name} is not a valid CSR matrix (integer indices and indptr needed; "
+                        f"got {indices.dtype} and {indptr.dtype})")
     n, d = X.shape
     if n == 0:
         raise ValueError(f"{name} has no rows (shape {X.shape})")
-    if indptr.shape[0] != n + 1 or indptr[0] != 0 or indptr[-1] > data.shape[0]:
-        raise ValueError(f"{name} is not a valid CSR matrix (indptr does not match its data)")
-    if allow_nonfinite:
-        if indices.size and (indices.min() < 0 or indices.max() >= d):
-            raise ValueError(f"{name} has column indices outside [0, {d})")
-        return CSRInput(data, indices, indptr, (n, d), X)
-    # one pass: index range, NaN/inf, sortedness, and the row norms every solver needs
-    from dualsolve._core.csr import scan_rows, has_duplicates
-    sqnorm, bad, strict, lo, hi = scan_rows(data, indices, indptr)
-    if indices.size and (lo < 0 or hi >= d):
-        raise ValueError(f"{name} has column indices outside [0, {d})")
-    if bad >= 0:
-        row = int(np.searchsorted(indptr, bad, side="right") - 1)
-        raise ValueError(f"{name} contains NaN or infinity (first at row {row}, "
-                         f"column {int(indices[bad])}: {data[bad]})")
-    if not strict and has_duplicates(indices, indptr, d):
-        # the precomputed row norms assume each column once per row
-        warnings.warn(f"{name} has duplicate entries in some rows; summing them in a copy "
-                      f"(call {name}.sum_duplicates() once to avoid this copy)", stacklevel=3)
+    big = max(d, indices.shape[0], n) > np.iinfo(np.int32).max
+    itype = np.int64 if (big or indices.dtype.itemsize == 8 or indptr.dtype.itemsize == 8) \
+        else np.int32
+    indices = _as_index(indices, itype, name, "indices")
+    indptr = _as_index(indptr, itype, name, "indptr")
+    if indptr.shape[0] != n + 1:
+        raise ValueError(f"{name} is not a valid CSR matrix: indptr has {indptr.shape[0]} "
+                         f"entries for {n} rows (expected {n + 1})")
+    from dualsolve._core import csr as _csr
+    code, row, pos, sqnorm, strict = _csr.check_structure(data, indices, indptr, d)
+    if code == _csr.STRUCT_OK:
+        return CSRInput(data, indices, indptr, (n, d), X, sqnorm)
+    if code == _csr.STRUCT_DUPLICATE:
+        # the precomputed row norms and the grouped updates assume each column once per row
+        warnings.warn(f"{name} has duplicate entries in some rows (first in row {row}); summing "
+                      f"them in a copy (call {name}.sum_duplicates() once to avoid this copy)",
+                      stacklevel=3)
         X = sp.csr_matrix((data, indices, indptr), shape=(n, d), copy=True)
         X.sum_duplicates()
-        return check_csr(X, name, dtype, allow_nonfinite)
-    return CSRInput(data, indices, indptr, (n, d), X, sqnorm)
+        return check_csr(X, name, dtype)
+    raise ValueError(_structure_message(code, name, row, pos, data, indices, indptr, n, d))
+
+
+def _as_index(a, itype, name, what):
+    """``a`` as contiguous ``itype``, refusing values that do not fit (a uint64 or int64 array
+    that would wrap around)."""
+    if a.dtype != itype and a.size and (a.min() < np.iinfo(itype).min or a.max() > np.iinfo(itype).max):
+        raise ValueError(f"{name} is not a valid CSR matrix: {what} has values outside the "
+                         f"range of {np.dtype(itype).name}")
+    return np.ascontiguousarray(a, dtype=itype)
+
+
+def _structure_message(code, name, row, pos, data, indices, indptr, n, d):
+    from dualsolve._core import csr as _csr
+    if code == _csr.STRUCT_INDPTR:
+        if indptr[0] != 0:
+            why = f"indptr[0] is {int(indptr[0])}, not 0"
+        elif data.shape[0] != indices.shape[0]:
+            why = f"data has {data.shape[0]} entries but indices has {indices.shape[0]}"
+        elif pos > indices.shape[0]:
+            why = (f"indptr[{row + 1}] = {int(pos)} points past the {indices.shape[0]} "
+                   "stored entries")
+        else:
+            why = f"indptr decreases at row {row} ({int(indptr[row])} then {int(pos)})"
+        return f"{name} is not a valid CSR matrix: {why}"
+    if code == _csr.STRUCT_INDEX:
+        return (f"{name} has a column index outside [0, {d}): {int(indices[pos])} in row {row}")
+    if code == _csr.STRUCT_NONFINITE:
+        return (f"{name} contains NaN or infinity (first at row {row}, column "
+                f"{int(indices[pos])}: {data[pos]})")
+    start, end = int(indptr[row]), int(indptr[row + 1])
+    largest = float(np.abs(data[start:end]).max())
+    if code == _csr.STRUCT_OVERFLOW:
+        return (f"{name} has values too large for float64 arithmetic: the squared norm of row "
+                f"{row} overflows (largest |value| {largest:.3g}); rescale {name} (the model of "
+                f"lam on {name} is that of lam / s**2 on {name} / s, with coef times s)")
+    return (f"{name} has values too small for float64 arithmetic: the squared norm of row {row} "
+            f"underflows (largest |value| {largest:.3g}); rescale {name} (the model of lam on "
+            f"{name} is that of lam / s**2 on {name} / s, with coef times s)")
 
 
 def check_labels(y, n_samples, task, name="y"):

@@ -78,8 +78,72 @@ def test_row_kernels_match_scipy(dtype, itype, unsorted):
     np.testing.assert_allclose(csr.rows_axpy(X, c), Xd.T @ c, rtol=tol, atol=tol)
 
 
-def test_has_duplicates():
+def test_check_structure_finds_repeats_only_in_rows_that_repeat():
     X = sp.csr_matrix((np.ones(4), np.array([2, 0, 1, 1]), np.array([0, 2, 4])), shape=(2, 3))
-    assert csr.has_duplicates(X.indices, X.indptr, 3)
+    code, row, pos, _, _ = csr.check_structure(X.data, X.indices, X.indptr, 3)
+    assert (code, row, pos) == (csr.STRUCT_DUPLICATE, 1, 2)
     X = sp.csr_matrix((np.ones(4), np.array([2, 0, 1, 2]), np.array([0, 2, 4])), shape=(2, 3))
-    assert not csr.has_duplicates(X.indices, X.indptr, 3)
+    code, _, _, sqnorm, strict = csr.check_structure(X.data, X.indices, X.indptr, 3)
+    assert code == csr.STRUCT_OK and not strict
+    np.testing.assert_array_equal(sqnorm, [2.0, 2.0])
+
+
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_check_structure_needs_no_memory_per_column(itype):
+    """A column index near 2^31 (or 2^62) with unsorted rows: the repeat scan sorts the row,
+    it allocates nothing of size n_features."""
+    big = np.iinfo(itype).max
+    indices = np.array([big - 1, 5, 3, big - 1], dtype=itype)
+    indptr = np.array([0, 2, 4], dtype=itype)
+    code, row, _, _, _ = csr.check_structure(np.ones(4), indices, indptr, big)
+    assert (code, row) == (csr.STRUCT_OK, -1)
+    indices[2] = 5
+    code, row, _, _, _ = csr.check_structure(np.ones(4), indices, indptr, big)
+    assert (code, row) == (csr.STRUCT_OK, -1)
+    indices[3] = 5
+    code, row, _, _, _ = csr.check_structure(np.ones(4), indices, indptr, big)
+    assert (code, row) == (csr.STRUCT_DUPLICATE, 1)
+
+
+def test_check_structure_long_unsorted_rows_match_numpy():
+    r = np.random.default_rng(3)
+    for m in [2, 3, 7, 40, 1000]:
+        cols = r.choice(10 * m, size=m, replace=False)
+        code = csr.check_structure(np.ones(m), cols.astype(np.int32),
+                                   np.array([0, m], dtype=np.int32), 10 * m)[0]
+        assert code == csr.STRUCT_OK
+        cols[r.integers(1, m)] = cols[0]
+        code = csr.check_structure(np.ones(m), cols.astype(np.int32),
+                                   np.array([0, m], dtype=np.int32), 10 * m)[0]
+        assert code == csr.STRUCT_DUPLICATE
+
+
+@pytest.mark.parametrize("indptr, code, row", [
+    ([1, 2, 4], "STRUCT_INDPTR", 0),          # does not start at 0
+    ([0, 3, 1, 4], "STRUCT_INDPTR", 1),       # decreases
+    ([0, 2, 10**7, 4], "STRUCT_INDPTR", 1),   # past nnz (and back)
+    ([0, 2, 3, 5], "STRUCT_INDPTR", 2),       # ends past nnz
+])
+def test_check_structure_refuses_bad_indptr(indptr, code, row):
+    indices = np.array([0, 1, 2, 0], dtype=np.int64)
+    got = csr.check_structure(np.ones(4), indices, np.array(indptr, dtype=np.int64), 3)
+    assert got[0] == getattr(csr, code) and got[1] == row
+
+
+@pytest.mark.parametrize("values, code", [
+    ([1.0, np.nan], "STRUCT_NONFINITE"), ([np.inf, 1.0], "STRUCT_NONFINITE"),
+    ([1e300, 1.0], "STRUCT_OVERFLOW"), ([1e-170, 0.0], "STRUCT_UNDERFLOW"),
+    ([0.0, 0.0], "STRUCT_OK"), ([1e-150, 1e-150], "STRUCT_OK")])
+def test_check_structure_values(values, code):
+    got = csr.check_structure(np.array(values), np.array([0, 1], dtype=np.int32),
+                              np.array([0, 2], dtype=np.int32), 2)
+    assert got[0] == getattr(csr, code)
+
+
+def test_check_structure_index_range():
+    got = csr.check_structure(np.ones(2), np.array([0, 3], dtype=np.int32),
+                              np.array([0, 1, 2], dtype=np.int32), 3)
+    assert got[:3] == (csr.STRUCT_INDEX, 1, 1)
+    got = csr.check_structure(np.ones(2), np.array([-1, 1], dtype=np.int32),
+                              np.array([0, 1, 2], dtype=np.int32), 3)
+    assert got[:3] == (csr.STRUCT_INDEX, 0, 0)
