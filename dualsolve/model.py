@@ -90,23 +90,13 @@ class Model:
                 f"converged={self.converged}, n_epochs={self.n_epochs}{gap})")
 
     def decision_function(self, X):
-        """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features)."""
-        if sp.issparse(X):
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D; got {X.ndim} dimensions")
-            if X.format not in ("csr", "csc"):
-                X = X.tocsr()
-        else:
-            X = np.asarray(X)
-            if X.ndim == 1:
-                raise ValueError("X must be 2-D (n_samples, n_features); for one sample "
-                                 "use X.reshape(1, -1)")
-            if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
-                raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, dtype {X.dtype}")
-        if X.shape[1] != self.n_features:
-            raise ValueError(f"X has {X.shape[1]} features but the model was trained with "
-                             f"{self.n_features}")
-        scores = np.asarray(X @ self.coef, dtype=np.float64).ravel()
+        """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features).
+
+        X is validated like training data (NaN or inf, a broken CSR structure: ValueError)."""
+        Xc = _check_predict_input(X, self.n_features)
+        if Xc is None:
+            return np.zeros(0)
+        scores = np.asarray(Xc.source @ self.coef, dtype=np.float64).ravel()
         if self.intercept != 0.0:
             scores += self.intercept
         return scores
@@ -182,14 +172,10 @@ class KernelModel(Model):
                 raise ValueError(f"X must be the kernel matrix between new points and the "
                                  f"{dual.shape[0]} training points; got shape {Kn.shape}")
             return Kn @ dual / lam_n
-        if not sp.issparse(X):
-            X = np.asarray(X)
-            if X.ndim != 2:
-                raise ValueError("X must be 2-D (n_samples, n_features); for one sample use "
-                                 "X.reshape(1, -1)")
-        if X.shape[1] != self.n_features:
-            raise ValueError(f"X has {X.shape[1]} features but the model was trained with "
-                             f"{self.n_features}")
+        Xc = _check_predict_input(X, self.n_features)
+        if Xc is None:
+            return np.zeros(0)
+        X = Xc.source
         Xo = sp.csr_matrix((self.extra["X_data"], self.extra["X_indices"],
                             self.extra["X_indptr"]), shape=tuple(self.extra["X_shape"]))
         plan = None
@@ -202,6 +188,30 @@ class KernelModel(Model):
             return np.zeros(X.shape[0])
         K = augmented_kernel_matrix(X, Xo, plan, support, self._kernel())
         return K @ dual[support] / lam_n
+
+
+def _check_predict_input(X, n_features):
+    """X for prediction: its shape against the model's, then :func:`check_csr` (CSR kept
+    without a copy). None when X has no rows."""
+    if sp.issparse(X):
+        shape = X.shape
+    else:
+        if isinstance(X, (str, bytes)) or X is None:
+            raise TypeError(f"X must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
+        X = np.asarray(X)
+        shape = X.shape
+        if X.ndim == 1:
+            raise ValueError("X must be 2-D (n_samples, n_features); for one sample "
+                             "use X.reshape(1, -1)")
+    if len(shape) != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {shape}")
+    if shape[1] != n_features:
+        raise ValueError(f"X has {shape[1]} features but the model was trained with "
+                         f"{n_features}")
+    if shape[0] == 0:
+        return None
+    from ._validation import check_csr
+    return check_csr(X, "X")
 
 
 def load_model(path):
