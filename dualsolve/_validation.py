@@ -167,7 +167,7 @@ def check_labels(y, n_samples, task, name="y"):
             shown = ", ".join(repr(c) for c in classes[:5].tolist())
             raise ValueError(f"{name} has {classes.shape[0]} distinct values ({shown}"
                              f"{', ...' if classes.shape[0] > 5 else ''}); a binary problem needs "
-                             "exactly two (for soft labels in [-1, 1] use a mixup solver)")
+                             "exactly two (soft labels in [-1, 1]: train_mixup_sdca(..., soft_labels=True))")
         y_int = np.where(y == classes[1], 1.0, -1.0)
         return np.ascontiguousarray(y_int, dtype=np.float64), classes
     if y.dtype.kind not in "biuf":

@@ -41,7 +41,10 @@ PHI0_AT_0 = {"logistic": np.log(2.0), "smooth_hinge": 0.75, "squared_hinge": 1.0
 
 
 def fit(X, y, **kw):
+    """train_mixup_sdca, reading y as soft labels unless the call mixes points itself."""
     kw.setdefault("check_every", 1)
+    if not kw.get("n_mix"):
+        kw.setdefault("soft_labels", True)
     kw.setdefault("sampling", "permutation")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.ConvergenceWarning)
@@ -805,7 +808,7 @@ def test_binary_kernel_model_predicts_labels(kp):
 def test_kernel_sgd_decreases_the_objective(mixup_ref, kp):
     R_star, _ = kp.ref("logistic")
     E = 30
-    m = ds.train_kernel_sgd(kp.X, kp.y, lr=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
+    m = ds.train_kernel_sgd(kp.X, kp.y, soft_labels=True, lr=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
                             gamma=kp.g, n_mix=0, max_epochs=E, seed=0)
     h = m.history
     rows = h[h["epoch"] >= 1]

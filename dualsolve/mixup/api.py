@@ -29,7 +29,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                      conjugate="closed", approx_grid="tight", decomp_gamma="percoord",
                      implicit=False, sampling="permutation", tol=1e-6, max_epochs=1000,
                      check_every=1, seed=0, cache_size=200, gram_dtype="auto",
-                     max_gram_mb=1024, smoothing=None, verbose=0, callback=None):
+                     max_gram_mb=1024, smoothing=None, soft_labels=False, verbose=0,
+                     callback=None):
     """Regularised ERM with mixup in an RKHS, by SDCA (MixupSDCA; spec seed0).
 
     Solves, over the augmented set of ``n = n_orig + n_mix`` points (originals first, then
@@ -46,7 +47,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
     ----------
     X : sparse matrix/array (n_orig, n_features), or (n, n) kernel matrix for "precomputed"
     y : array (n_orig,)
-        Two classes (mapped to -1/+1; the larger value is +1), or soft labels in [-1, 1].
+        Two classes (any two values, mapped to -1/+1; the larger value is +1). With
+        ``soft_labels=True``: soft labels in [-1, 1], used as they are.
     loss : {"logistic" (alias "bce"), "smooth_hinge", "squared_hinge", "hinge", "squared"}
         phi0 of the table in ``dualsolve._core.losses``: log(1+e^-s); the smoothed hinge of
         width ``smoothing`` (default 0.5); max(0, 1-s)^2 (liblinear's L2 loss; the spec's
@@ -91,6 +93,11 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
         column each epoch), else columns computed on demand through a ``cache_size`` MB cache.
     max_gram_mb : float
         Memory cap of the dense Gram matrix.
+    soft_labels : bool, default False
+        Read y as soft labels in [-1, 1] (e.g. mixed points made outside the package; -1
+        and 1 are the two classes, predictions are -1 or 1). Only with ``n_mix=0``. Off, y
+        must hold exactly two distinct values, which are two classes whatever they are
+        ({0, 1} included).
     verbose, callback : as in ``train_sdca``.
 
     Returns
@@ -120,6 +127,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
         raise TypeError("callback must be callable")
     if not isinstance(implicit, (bool, np.bool_)):
         raise TypeError(f"implicit must be a bool; got {type(implicit).__name__}")
+    _check_soft_labels(soft_labels, n_mix)
 
     # the augmented training set
     if kernel == "precomputed":
@@ -128,21 +136,16 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                              "set: n_mix must be 0 (mix the points before computing K)")
         Kp = np.asarray(X.toarray() if sp.issparse(X) else X)
         n = Kp.shape[0] if Kp.ndim == 2 else -1
-        y_aug, classes = _labels(y, n)
+        y_aug, classes = _labels(y, n, soft_labels)
         X_orig, plan, Xc = None, None, None
     else:
         Xc = check_csr(X)
         if n_mix:
-            y_arr = np.asarray(y)
-            if y_arr.dtype.kind in "biuf" and y_arr.size and np.unique(y_arr).shape[0] > 2:
-                raise ValueError("n_mix > 0 mixes two classes: y must hold two class labels "
-                                 f"(got {np.unique(y_arr).shape[0]} distinct values); soft "
-                                 "labels are accepted with n_mix=0")
+            _, classes = check_labels(y, Xc.shape[0], "binary")
             X_aug, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed,
                                                materialize=kernel == "linear" and not implicit)
-            _, classes = check_labels(y, Xc.shape[0], "binary")
         else:
-            y_aug, classes = _labels(y, Xc.shape[0])
+            y_aug, classes = _labels(y, Xc.shape[0], soft_labels)
             X_aug, plan = Xc.source, None
         X_orig = Xc.source
     n = y_aug.shape[0]
@@ -203,7 +206,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                   mixup_alpha=mixup_alpha, method=method, conjugate=conjugate,
                   approx_grid=approx_grid, decomp_gamma=decomp_gamma, implicit=bool(implicit),
                   sampling=sampling, tol=tol, max_epochs=max_epochs, check_every=check_every,
-                  seed=seed, n_augmented=n, n_coordinates=n_coord, status=_STATUS[status], p0=p0)
+                  seed=seed, n_augmented=n, n_coordinates=n_coord, status=_STATUS[status], p0=p0,
+                  soft_labels=bool(soft_labels))
     history = make_history(rows, extra_fields=("gap_estimate",))
     common = dict(dual=dual_points, history=history, converged=status == 0, n_epochs=n_epochs,
                   solver="mixup_sdca", params=params, classes=classes)
@@ -216,13 +220,15 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
 def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma=None,
                      degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, max_epochs=100, seed=0,
                      sampling="uniform", cache_size=200, gram_dtype="auto",
-                     max_gram_mb=1024, smoothing=None, verbose=0, callback=None):
+                     max_gram_mb=1024, smoothing=None, soft_labels=False, verbose=0,
+                     callback=None):
     """Kernel SGD with a constant step, the baseline of the paper's Table II (spec 3.6).
 
     Minimises the same ``R[f]`` as :func:`train_mixup_sdca` over ``f = sum_j beta_j k(x_j, .)``:
     each step picks a point i and does ``beta <- (1 - lr lam) beta``,
     ``beta_i <- beta_i - lr phi'(f(x_i); y_i)``. ``history`` records the exact primal after
-    every epoch (n steps); there is no dual, so dual and gap are NaN.
+    every epoch (n steps); there is no dual, so dual and gap are NaN. ``soft_labels`` as in
+    :func:`train_mixup_sdca`.
     """
     loss, param = _check_loss(loss, smoothing)
     lr = check_positive(lr, "lr")
@@ -231,12 +237,13 @@ def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma
     seed = check_seed(seed)
     sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]
     check_choice(kernel, "kernel", ("linear", "rbf", "poly"))
+    _check_soft_labels(soft_labels, n_mix)
     Xc = check_csr(X)
     if n_mix:
-        _, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed, materialize=False)
         _, classes = check_labels(y, Xc.shape[0], "binary")
+        _, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed, materialize=False)
     else:
-        y_aug, classes = _labels(y, Xc.shape[0])
+        y_aug, classes = _labels(y, Xc.shape[0], soft_labels)
         plan = None
     n = y_aug.shape[0]
     lam = check_regularization(lam, None, n)
@@ -274,17 +281,20 @@ def _check_loss(loss, smoothing):
     return _losses.check_loss(name, smoothing)
 
 
-def _labels(y, n):
-    """Binary classes (mapped to -1/+1) or soft labels in [-1, 1]: (y float64, classes)."""
-    arr = np.asarray(y)
-    if arr.ndim == 1 and arr.dtype.kind in "biuf" and arr.size and np.isfinite(arr).all() \
-            and np.abs(arr).max() <= 1.0 and (np.abs(arr) < 1.0).any():
-        y_soft, _ = check_labels(arr, n, "soft")
+def _check_soft_labels(soft_labels, n_mix):
+    if not isinstance(soft_labels, (bool, np.bool_)):
+        raise TypeError(f"soft_labels must be a bool; got {type(soft_labels).__name__}")
+    if soft_labels and n_mix:
+        raise ValueError("soft_labels=True needs n_mix=0: mixup mixes two classes, so with "
+                         "n_mix > 0 y must hold two class labels")
+
+
+def _labels(y, n, soft_labels):
+    """(y float64 in [-1, 1], classes): two classes mapped to -1/+1, or, asked for by name,
+    soft labels used as they are (classes -1 and 1)."""
+    if soft_labels:
+        y_soft, _ = check_labels(y, n, "soft")
         return y_soft, np.array([-1.0, 1.0])
-    if arr.dtype.kind in "biuf" and arr.size and np.isfinite(arr).all() and np.abs(arr).max() > 1.0 \
-            and np.unique(arr).shape[0] > 2:
-        raise ValueError(f"y must hold two classes or soft labels in [-1, 1]; "
-                         f"max |y| = {np.abs(arr).max()!r}")
     return check_labels(y, n, "binary")
 
 
