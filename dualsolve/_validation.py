@@ -175,6 +175,11 @@ def check_labels(y, n_samples, task, name="y"):
     y = np.ascontiguousarray(y, dtype=np.float64)
     if not np.isfinite(y).all():
         raise ValueError(f"{name} contains NaN or infinity")
+    top = float(np.abs(y).max()) if y.size else 0.0
+    if top > 0 and not _usable_scale(top * top * max(n_samples, 1)):
+        raise ValueError(f"{name} has values too {'large' if top > 1 else 'small'} for float64 "
+                         f"arithmetic (largest |value| {top:.3g}: the squared loss over the "
+                         f"rows would {'overflow' if top > 1 else 'underflow'}); rescale {name}")
     if task == "soft":
         if np.abs(y).max() > 1.0:
             raise ValueError(f"{name} must lie in [-1, 1] (soft labels); max |y| = {np.abs(y).max()!r}")
@@ -183,21 +188,36 @@ def check_labels(y, n_samples, task, name="y"):
     return y, None
 
 
-def check_regularization(lam, C, n_samples, name="lam"):
-    """Resolve ``lam`` / ``C`` (``lam = 1/(C n)``); default ``lam = 1/n``. Returns lam > 0."""
+def check_regularization(lam, C, n_samples, name="lam", allow_zero=False):
+    """Resolve ``lam`` / ``C`` (``lam = 1/(C n)``); default ``lam = 1/n``.
+
+    The value must be usable in float64 arithmetic: ``lam n`` and ``1 / (lam n)`` finite and
+    normal (a C of 1e308 would give lam = 0, and 1e-320 an infinite lam)."""
     if lam is not None and C is not None:
         raise ValueError("give either lam or C, not both (lam = 1 / (C n))")
     if C is not None:
         C = _finite_float(C, "C")
         if C <= 0:
             raise ValueError(f"C must be > 0; got {C}")
-        return 1.0 / (C * n_samples)
+        lam_n = 1.0 / C if C >= 1e-300 else np.inf
+        if not _usable_scale(lam_n):
+            raise ValueError(f"C = {C!r} is outside the range float64 arithmetic can use "
+                             f"(lam = 1/(C n) = {lam_n / n_samples:.3g}); C must lie in "
+                             "[1e-300, 1e300]")
+        return lam_n / n_samples
     if lam is None:
         return 1.0 / n_samples
     lam = _finite_float(lam, name)
-    if lam <= 0:
-        raise ValueError(f"{name} must be > 0; got {lam}")
+    if lam < 0 or (lam == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}; got {lam}")
+    if lam > 0 and not _usable_scale(lam * n_samples):
+        raise ValueError(f"{name} = {lam!r} is outside the range float64 arithmetic can use: "
+                         f"{name} * n_samples must lie in [1e-300, 1e300]")
     return lam
+
+
+def _usable_scale(v):
+    return 1e-300 <= v <= 1e300
 
 
 def _finite_float(v, name):
@@ -216,13 +236,25 @@ def check_positive(v, name, allow_zero=False):
     return v
 
 
-def check_int(v, name, minimum=0):
+# Largest epoch budget: epochs count in C integers, and a larger budget means "until
+# converged" anyway.
+MAX_EPOCHS = 2**31 - 1
+
+
+def check_int(v, name, minimum=0, maximum=None):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer; got {type(v).__name__}")
     v = int(v)
     if v < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}; got {v}")
     return v
+
+
+def check_budget(v, name="max_epochs", minimum=0):
+    """An epoch (or iteration) budget: an integer in [minimum, MAX_EPOCHS]."""
+    return check_int(v, name, minimum, MAX_EPOCHS)
 
 
 def check_seed(seed):

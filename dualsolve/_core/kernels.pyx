@@ -83,14 +83,14 @@ def make_kernel(kernel="rbf", gamma="scale", coef0=0.0, degree=3, X=None):
         Xs = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         n, d = Xs.shape
         if gamma == "auto":
-            gamma = 1.0 / d
+            gamma = 1.0 / d if d > 0 else 1.0       # no features: every point is the same
         else:
             if sp.issparse(Xs):
                 mean = Xs.sum(dtype=np.float64) / (n * d)
                 var = Xs.multiply(Xs).sum(dtype=np.float64) / (n * d) - mean * mean
             else:
                 var = Xs.var()
-            gamma = 1.0 / (d * var) if var > 0 else 1.0
+            gamma = 1.0 / (d * var) if d > 0 and var > 0 else 1.0
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
         raise TypeError(f"gamma must be a real number, 'scale' or 'auto'; got {type(gamma).__name__}")
     gamma = float(gamma)

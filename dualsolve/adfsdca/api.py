@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget, check_seed,
                            check_choice, warn_not_converged)
 from ..model import Model, make_history, warm_start_dual
 from . import _dfsdca
@@ -93,9 +93,9 @@ def _setup(X, y, loss, lam, smoothing, tol, max_epochs, check_every, seed, callb
     n, d = Xc.shape
     loss, param, y_int, classes = check_loss_and_labels(
         loss, smoothing, _SMOOTH_LOSSES, y, n, "dual-free SDCA", "it needs a smooth loss")
-    lam = 1.0 / n if lam is None else check_positive(lam, "lam")
+    lam = check_regularization(lam, None, n)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     check_every = check_int(check_every, "check_every", 1)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._monitor import EpochMonitor
-from .._validation import (check_csr, check_labels, check_positive, check_int, check_seed,
+from .._validation import (check_csr, check_labels, check_positive, check_regularization, check_int, check_budget, check_seed,
                            check_choice, ConvergenceWarning)
 from ..model import Model, make_history
 from . import _ppd, _solam
@@ -211,6 +211,24 @@ def _check_radius(v, name):
     return v
 
 
+# The stage schedule is listed up front: at most this many stages, each at most 2^53
+# iterations (exact in a double; years of computing).
+_MAX_STAGES = 10**6
+_MAX_STAGE_LENGTH = 2.0**53
+
+
+def _check_stage_lengths(n_stages, T0, growth, polynomial):
+    """The last stage's length, T0 growth^(K-1) or T0 K^2 (PGA), must be at most 2^53."""
+    if polynomial:
+        last = math.log(T0) + 2.0 * math.log(n_stages)
+    else:
+        last = math.log(T0) + (n_stages - 1) * math.log(growth)
+    if last > math.log(_MAX_STAGE_LENGTH):
+        raise ValueError(f"n_stages={n_stages} makes the last stage longer than 2^53 iterations "
+                         f"(T0={T0}, {'T0 k^2' if polynomial else f'growth={growth:g}'}); "
+                         "use fewer stages")
+
+
 def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, delta,
            batch_size, p, alpha_reset, alpha_batch, seed, verbose, callback, eval_set,
            _trace, R1=None, R2=None, return_="last_stage"):
@@ -221,12 +239,13 @@ def _train(solver, method, X, y, eta0, T0, gamma, n_stages, decay, growth, lam, 
     batch_size = check_int(batch_size, "batch_size", 1)
     T0 = -(-n // batch_size) if T0 is None else check_int(T0, "T0", 1)
     gamma, inv_gamma = _check_gamma(gamma)
-    n_stages = check_int(n_stages, "n_stages", 1)
+    n_stages = check_int(n_stages, "n_stages", 1, _MAX_STAGES)
     decay = check_positive(decay, "decay")
     growth = check_positive(growth, "growth")
     if decay < 1.0 or growth < 1.0:
         raise ValueError(f"decay and growth must be >= 1; got decay={decay}, growth={growth}")
-    lam = check_positive(lam, "lam", allow_zero=True)
+    _check_stage_lengths(n_stages, T0, 1.0 if method == "pga" else growth, method == "pga")
+    lam = check_regularization(lam, None, n, allow_zero=True)
     p = _check_p(p)
     check_choice(alpha_reset, "alpha_reset", ("full", "minibatch"))
     alpha_batch = check_int(alpha_batch, "alpha_batch", 1)
@@ -480,7 +499,7 @@ def train_solam(X, y, *, zeta=0.1, R=10.0, n_epochs=5, seed=0, verbose=0, callba
     y_pm, classes = check_labels(y, n, "binary")
     zeta = check_positive(zeta, "zeta")
     R = check_positive(R, "R")
-    n_epochs = check_int(n_epochs, "n_epochs", 1)
+    n_epochs = check_budget(n_epochs, "n_epochs", 1)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")

@@ -20,7 +20,7 @@ minimised (a, b, alpha at their closed forms ``a = m+``, ``b = m-``, ``alpha = m
 """
 import numpy as np
 
-from .._validation import check_csr, check_labels, check_positive, check_int
+from .._validation import check_csr, check_labels, check_positive, check_regularization, check_int, check_budget
 from ..model import Model, make_history
 
 
@@ -56,7 +56,7 @@ def auc_surrogate_objective(X, y, w, lam=0.0):
     ``p = n+/n`` (see ``dualsolve.auc.surrogate``).
     """
     Xs, pos, _ = _setup(X, y)
-    lam = check_positive(lam, "lam", allow_zero=True)
+    lam = check_regularization(lam, None, Xs.shape[0], allow_zero=True)
     w = np.asarray(w, dtype=np.float64).ravel()
     if w.shape[0] != Xs.shape[1]:
         raise ValueError(f"w has {w.shape[0]} values but X has {Xs.shape[1]} features")
@@ -129,10 +129,10 @@ def auc_surrogate_optimum(X, y, lam=0.0, *, tol=1e-12, max_iter=None):
         flag. No intercept (the pairwise loss is invariant to a shift of the scores).
     """
     Xs, pos, classes = _setup(X, y)
-    lam = check_positive(lam, "lam", allow_zero=True)
-    tol = check_positive(tol, "tol")
     n, d = Xs.shape
-    max_iter = 10 * d + 100 if max_iter is None else check_int(max_iter, "max_iter", 1)
+    lam = check_regularization(lam, None, n, allow_zero=True)
+    tol = check_positive(tol, "tol")
+    max_iter = 10 * d + 100 if max_iter is None else check_budget(max_iter, "max_iter", 1)
     n_pos = int(pos.sum())
     n_neg = n - n_pos
     p = n_pos / n

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from .._core import losses as _losses
 from .._core import kernels as _kernels
 from .._validation import (check_csr, check_labels, check_regularization, check_positive,
-                           check_int, check_seed, check_choice, warn_not_converged)
+                           check_int, check_budget, check_seed, check_choice, warn_not_converged)
 from ..model import KernelModel, Model, make_history
 from ..sdca import _sdca
 from . import _kernel_sdca
@@ -120,7 +120,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
                          f"method={method!r} (eq. 13/21 steps) is undefined; use method='exact'")
     n_mix = check_int(n_mix, "n_mix", 0)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     check_code = 0 if check_every == "auto" else check_int(check_every, "check_every", 1)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
@@ -232,7 +232,7 @@ def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma
     """
     loss, param = _check_loss(loss, smoothing)
     lr = check_positive(lr, "lr")
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     n_mix = check_int(n_mix, "n_mix", 0)
     seed = check_seed(seed)
     sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
+from .._validation import (check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget, check_seed,
                            check_choice, ConvergenceWarning)
 from ..model import Model, make_history, warm_start_coef
 from . import _svrg
@@ -41,11 +41,11 @@ def _common(solver, X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed
     loss, param, b, classes = check_loss_and_labels(
         loss, smoothing, _LOSSES, y, n, solver,
         "variance-reduced gradient methods need a smooth loss")
-    lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
+    lam = check_regularization(lam, None, n, allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     inner = 2 * n if inner is None else check_int(inner, "inner", 1)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")

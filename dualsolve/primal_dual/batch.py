@@ -32,7 +32,7 @@ import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
 from .._monitor import EpochMonitor
-from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_int,
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget,
                            check_seed, check_choice)
 from ..model import Model, make_history, warm_start_coef
 
@@ -368,10 +368,10 @@ def _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, se
     n, d = Xc.shape
     loss, param, b, classes = check_loss_and_labels(
         loss, smoothing, LOSSES, y, n, "the batch primal-dual solvers", "they need a smooth loss")
-    lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
+    lam = check_regularization(lam, None, n, allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_iter = check_int(max_iter, "max_iter", 0)
+    max_iter = check_budget(max_iter, "max_iter", 0)
     step = check_positive(step, "step")
     if step > step_max:
         raise ValueError(f"step must be in (0, {step_max:g}] (the scale of tau and sigma "

@@ -12,7 +12,7 @@ spec's section 2.6 and builds the Model.
 import numpy as np
 
 from .._core import losses as _losses
-from .._validation import (check_csr, check_loss_and_labels, check_positive, check_int, check_seed,
+from .._validation import (check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget, check_seed,
                            check_choice, warn_not_converged)
 from ..model import Model, make_history, warm_start_coef
 from . import _spdc
@@ -41,10 +41,10 @@ def _train(solver, X, y, *, method, adaptive, loss, lam, l1, smoothing, batch_si
     n, d = Xc.shape
     loss, param, b, classes = check_loss_and_labels(
         loss, smoothing, _LOSSES, y, n, solver, "the primal-dual solvers need a smooth loss")
-    lam = 1.0 / n if lam is None else check_positive(lam, "lam", allow_zero=True)
+    lam = check_regularization(lam, None, n, allow_zero=True)
     l1 = check_positive(l1, "l1", allow_zero=True)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     eval_every = check_int(eval_every, "eval_every", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     if batch_size > n:

@@ -3,7 +3,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._validation import (check_csr, check_labels, check_regularization, check_positive,
-                           check_int, check_seed, check_choice, warn_not_converged)
+                           check_int, check_budget, check_seed, check_choice, warn_not_converged)
 from ..model import Model, make_history, warm_start_dual
 from . import _sdca
 
@@ -97,7 +97,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
     y_int, classes = check_labels(y, n, task)
     lam = check_regularization(lam, C, n)
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     check_code = 0 if check_every == "auto" else check_int(check_every, "check_every", 1)
     sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]
     seed = check_seed(seed)

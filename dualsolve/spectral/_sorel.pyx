@@ -181,6 +181,7 @@ cdef inline bint _guard_update(SorelProblem* P, double* s_prev, const double* la
 cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t* indptr,
                      SorelProblem* P, const SorelOptions* opt, SorelResult* res,
                      sorel_hook hook, void* ctx, bint guard, double* eta_rec) noexcept nogil:
+    # eta_rec (NULL: unused) receives each epoch's eta before the hook reports the epoch
     cdef Py_ssize_t n = P.n, d = P.d, b = opt.batch_size
     cdef Py_ssize_t T = sorel_epoch_steps(opt, n)
     cdef Py_ssize_t i, j, k, r, q, t, pos
@@ -222,13 +223,13 @@ cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t
             _vertex(P)                                    # eta = infinity (App. C)
             inv_tau = 0.0
             if eta_rec != NULL:
-                eta_rec[k] = HUGE_VAL
+                eta_rec[0] = HUGE_VAL
         else:
             eta = C_eff * <double>(k + 1) / <double>n
             if opt.eta_max > 0.0 and eta > opt.eta_max:
                 eta = opt.eta_max
             if eta_rec != NULL:
-                eta_rec[k] = eta
+                eta_rec[0] = eta
             for i in range(n):
                 P.z[i] = P.lam[i] + eta * ((1.0 + theta) * P.l_cur[i] - theta * P.l_prev[i])
             if guard:
@@ -311,7 +312,7 @@ cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t
 cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal,
                       const double* lam) noexcept nogil:
     with gil:
-        return report_or_stop(<object>ctx, (epoch, primal, NAN, NAN))
+        return report_or_stop(<object>ctx, (epoch, primal, NAN, NAN, (<object>ctx).eta[0]))
 
 
 def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -319,11 +320,11 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
          double mu, double[::1] w, double[::1] lam, double alpha, double C, double tau_c,
          double eta_max, int form, int sampling, Py_ssize_t batch_size, Py_ssize_t steps,
          Py_ssize_t max_epochs, unsigned long long seed, bint no_dual_prox, int verbose,
-         callback, trace=None, double loss_param=0.0, bint eta_guard=True, eta_trace=None):
+         callback, trace=None, double loss_param=0.0, bint eta_guard=True):
     """Run the SOREL loop on validated arrays; w (w_0 on entry) and lam are overwritten.
     trace: an intp array receiving the sampled rows in order. eta_guard: the dual-step
-    guard (module docstring). eta_trace: a float64 array (>= max_epochs) receiving eta_k.
-    Returns (status, n_epochs, primal, error, history_rows)."""
+    guard (module docstring). Returns (status, n_epochs, primal, error, history_rows), a
+    row being (epoch, seconds, primal, dual, gap, eta of the epoch)."""
     cdef Py_ssize_t n = lam.shape[0], d = n_features
     if (indptr.shape[0] != n + 1 or y.shape[0] != n or sigma.shape[0] != n
             or w.shape[0] != d):
@@ -357,19 +358,15 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     sorel_problem_init(&P, n, d, batch_size, T, &y[0], L, mu, &sigma[0], &wv[0], &lam[0],
                        &dwork[0], &iwork[0], &lwork[0])
     P.trace = intp_out(trace, &P.trace_len)
-    cdef double[::1] er
-    cdef double* eta_rec = NULL
-    if eta_trace is not None:
-        er = eta_trace
-        if er.shape[0] < max_epochs:
-            raise ValueError("eta_trace is shorter than max_epochs")
-        if er.shape[0] > 0:
-            eta_rec = &er[0]
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
+    # the epoch's eta (the loop writes it, the hook adds it to the history row)
+    cdef double[::1] eta_now = np.full(1, np.nan)
+    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "eta"),
+                       coef=np.asarray(wv)[:d])
+    mon.eta = np.asarray(eta_now)
     cdef int status
     with nogil:
         status = _sorel_loop(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook,
-                             <void*>mon, eta_guard, eta_rec)
+                             <void*>mon, eta_guard, &eta_now[0])
     if mon.error is not None:
         raise mon.error
     return res.status, res.n_epochs, res.primal, res.error, mon.rows

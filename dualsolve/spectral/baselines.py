@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import (ConvergenceWarning, check_csr, check_positive, check_int,
+from .._validation import (ConvergenceWarning, check_csr, check_positive, check_regularization, check_int, check_budget,
                            check_seed, check_choice)
 from ..model import Model, make_history, warm_start_coef
 from . import _baselines, _sorel
@@ -36,10 +36,10 @@ _STATUS = {1: "max_epochs", 2: "stopped", 3: "diverged"}
 def _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback, solver):
     Xc = check_csr(X)
     n, d = Xc.shape
-    loss, lparam, y_int, classes = _loss_setup(loss, y, n)
+    loss, lparam, y_int, classes = _loss_setup(loss, y, n, solver)
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = 1.0 / n if mu is None else check_positive(mu, "mu", allow_zero=True)
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    mu = check_regularization(mu, None, n, "mu", allow_zero=True)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
@@ -207,6 +207,7 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     params = dict(loss=loss, spectrum=_spectrum_name(spectrum), spectrum_param=spectrum_param,
                   mu=mu, alpha=float(alpha), batch_size=batch_size, sampling=sampling,
                   steps_per_epoch=steps, form=form, max_epochs=max_epochs, seed=seed)
+    rows = [r[:5] for r in rows]                       # SOREL's eta column: inf (no dual prox)
     return _finish("lsvrg", status, n_epochs, rows, passes, w, lam, params, classes, sigma)
 
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from .._validation import check_csr, check_labels, check_positive, check_int, check_choice
+from .._validation import check_csr, check_labels, check_positive, check_regularization, check_int, check_budget, check_choice
 from .projection import project_permutahedron
 from .spectra import resolve_spectrum
 
@@ -151,9 +151,9 @@ def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, m
     check_choice(loss, "loss", ("squared",))
     yv, _ = check_labels(y, n, "regression")
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = 1.0 / n if mu is None else check_positive(mu, "mu")
+    mu = check_regularization(mu, None, n, "mu")
     tol = check_positive(tol, "tol", allow_zero=True)
-    max_iter = check_int(max_iter, "max_iter", 0)
+    max_iter = check_budget(max_iter, "max_iter", 0)
     ora = _Squared(A, yv, mu)
 
     lam = np.full(n, 1.0 / n) if lam0 is None else project_permutahedron(lam0, sigma)

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive,
-                           check_int, check_seed, check_choice)
+from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_regularization,
+                           check_int, check_budget, check_seed, check_choice)
 from ..model import Model, make_history, warm_start_coef
 from . import _sorel
 from .spectra import resolve_spectrum
@@ -36,8 +36,8 @@ _COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
         Ridge strength; default 1/n (the paper's)."""
 
 
-def _loss_setup(loss, y, n):
-    return check_loss_and_labels(loss, None, _LOSSES, y, n, "train_sorel")
+def _loss_setup(loss, y, n, solver="train_sorel"):
+    return check_loss_and_labels(loss, None, _LOSSES, y, n, solver)
 
 
 def _index_arrays(Xc):
@@ -72,7 +72,7 @@ def spectral_objective(X, y, w, *, loss="squared", spectrum, spectrum_param=None
     n, d = Xc.shape
     loss, param, y_int, _ = _loss_setup(loss, y, n)
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = 1.0 / n if mu is None else check_positive(mu, "mu", allow_zero=True)
+    mu = check_regularization(mu, None, n, "mu", allow_zero=True)
     w = np.array(w, dtype=np.float64, copy=True).ravel()
     if w.shape[0] != d:
         raise ValueError(f"w has length {w.shape[0]} but X has {d} columns")
@@ -185,7 +185,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     n, d = Xc.shape
     loss, lparam, y_int, classes = _loss_setup(loss, y, n)
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = 1.0 / n if mu is None else check_positive(mu, "mu", allow_zero=True)
+    mu = check_regularization(mu, None, n, "mu", allow_zero=True)
     batch_size, sampling, steps, form = _steps_setup(batch_size, sampling, steps_per_epoch,
                                                      form, n)
     if not isinstance(dual_prox, (bool, np.bool_)):
@@ -195,7 +195,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
     C = check_positive(C, "C", allow_zero=True)
     tau_c = check_positive(tau_c, "tau_c")
     eta_max = 0.0 if eta_max is None else check_positive(eta_max, "eta_max")
-    max_epochs = check_int(max_epochs, "max_epochs", 0)
+    max_epochs = check_budget(max_epochs, "max_epochs", 0)
     seed = check_seed(seed)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
@@ -222,12 +222,11 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
                                    and _trace.ndim == 1 and _trace.flags.c_contiguous):
         raise TypeError("_trace must be a 1-D contiguous intp array")
     data, indices, indptr = _index_arrays(Xc)
-    eta_trace = np.full(max_epochs, np.nan)
     status, n_epochs, primal, error, rows = _sorel._fit(
         data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), C, tau_c,
         eta_max, _FORMS[form], _SAMPLING[sampling], batch_size, steps, max_epochs, seed,
         not dual_prox, int(verbose), callback, trace=_trace, loss_param=lparam,
-        eta_guard=bool(eta_guard), eta_trace=eta_trace)
+        eta_guard=bool(eta_guard))
     if error:
         raise ValueError("alpha (mu + 1/tau_k) >= 1 in the gradient form")  # pragma: no cover
     if status == 3:
@@ -238,9 +237,10 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
                   eta_max=eta_max or None, eta_guard=bool(eta_guard), batch_size=batch_size, sampling=sampling,
                   steps_per_epoch=steps, form=form, dual_prox=bool(dual_prox),
                   max_epochs=max_epochs, seed=seed, status=_STATUS[status])
-    return Model(coef=w, dual=lam, history=make_history(rows), converged=False,
+    history = make_history(rows, extra_fields=("eta",))
+    return Model(coef=w, dual=lam, history=history, converged=False,
                  n_epochs=n_epochs, solver="sorel", params=params, classes=classes,
-                 extra=dict(sigma=sigma, eta=eta_trace[:n_epochs]))
+                 extra=dict(sigma=sigma, eta=history["eta"][1:]))
 
 
 if train_sorel.__doc__:                     # None under python -OO
