@@ -19,6 +19,7 @@ import os
 import sys
 import time
 import warnings
+import zipfile
 import zlib
 
 import numpy as np
@@ -297,7 +298,9 @@ def main(argv=None):
     """Run the ``dualsolve`` command with ``argv`` (default: ``sys.argv[1:]``); return the
     exit status (0 success, 2 usage or input error, 130 interrupted)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        _refuse_cross_validation_flag(argv)
         args = parser.parse_args(argv)
         if args.command is None:
             raise CLIError("missing command: train, predict or demo (see 'dualsolve -h')")
@@ -310,6 +313,23 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("dualsolve: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as exc:
+        print(f"dualsolve: error: out of memory: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:        # a bug: still one line, and the exit status of a failure
+        print(f"dualsolve: error: unexpected {type(exc).__name__}: {_one_line(exc)} (please "
+              "report this)", file=sys.stderr)
+        return 2
+
+
+def _refuse_cross_validation_flag(argv):
+    """liblinear's ``-v n`` (n-fold cross-validation) would otherwise parse as our -v
+    (verbose) and a data file named n, and fail on an unrelated message."""
+    if len(argv) >= 3 and argv[0] == "train":
+        for flag, value in zip(argv[1:], argv[2:]):
+            if flag == "-v" and value.isdigit() and not os.path.exists(value):
+                raise CLIError(f"'-v {value}': liblinear's n-fold cross-validation is not "
+                               "available; here -v means verbose (one line per epoch)")
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -432,9 +452,6 @@ def _check_training_labels(y, loss, path):
 def _cmd_train(args):
     solver, loss, fn = _resolve_solver(args)
     model_file = args.model_file or _default_model_path(args.data_file)
-    if not os.path.exists(args.data_file) and args.verbose and args.data_file.isdigit():
-        raise CLIError(f"cannot open data file '{args.data_file}': no such file (-v here "
-                       "means verbose, not liblinear's n-fold cross-validation)")
     _check_writable(model_file, "model file")
     kwargs = _solver_kwargs(fn, solver, args, loss)
     X, y = _read_data(args.data_file)
@@ -449,7 +466,11 @@ def _cmd_train(args):
         try:
             model = fn(X, y, **kwargs)
         except (ValueError, TypeError) as exc:
-            raise CLIError(f"data file '{args.data_file}': {_one_line(exc)}") from None
+            raise CLIError(f"cannot train on '{args.data_file}': {_one_line(exc)}") from None
+        except MemoryError as exc:
+            raise CLIError(f"out of memory training on '{args.data_file}' ({X.shape[0]} "
+                           f"instances, {X.shape[1]} features, the largest feature index in "
+                           f"the file): {_one_line(exc)}") from None
     seconds = time.perf_counter() - t0
     for w in caught:
         if issubclass(w.category, dualsolve.ConvergenceWarning):
@@ -491,7 +512,7 @@ def _read_model(path):
                        "written by 'dualsolve train')")
     try:
         return dualsolve.load_model(path)
-    except (OSError, ValueError, KeyError, EOFError, zlib.error) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
         raise CLIError(f"'{path}' is not a readable dualsolve model file: "
                        f"{_one_line(exc)}") from None
 

@@ -406,7 +406,9 @@ def test_error_commands(capsys):
     assert_usage_error(*run(["predict", "a"], capsys), "required: model_file, output_file")
     assert_usage_error(*run(["predict", "-b", "2", "a", "b", "c"], capsys), "argument -b")
     assert_usage_error(*run(["train", "-v", "5", "x"], capsys),
-                       "not liblinear's n-fold cross-validation")
+                       "'-v 5': liblinear's n-fold cross-validation is not available")
+    assert_usage_error(*run(["train", "-v", "5", "x", "x.model"], capsys),
+                       "here -v means verbose")
 
 
 def test_help_documents_every_flag(capsys):

@@ -4,6 +4,7 @@ subprocess, whose return code is checked)."""
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -149,3 +150,193 @@ def test_predict_refuses_a_broken_csr_and_keeps_working_on_good_input(heart):
     np.testing.assert_allclose(m.decision_function(X), X @ m.coef, rtol=1e-13)
     np.testing.assert_allclose(m.decision_function(X.toarray()), X @ m.coef, rtol=1e-13)
     assert m.predict(X[:0]).shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------
+# numeric extremes: a correct answer or a clear error, never NaN or zero passed off
+
+
+ALL_TRAINERS = [n for n in ds.__all__ if n.startswith("train_")]
+SPECTRAL = {"train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd"}
+
+
+def trainer_kwargs(name, n):
+    kw = dict(lr=0.1) if name == "train_kernel_sgd" else {}
+    if name in SPECTRAL:
+        kw["spectrum"] = ds.spectrum("superquantile", n, 0.5)
+    return kw
+
+
+@pytest.mark.parametrize("scale, word", [(1e300, "too large"), (1e-170, "too small")])
+def test_extreme_feature_scales_are_a_clear_error_in_every_solver(heart, scale, word):
+    X, y = heart
+    for name in ALL_TRAINERS:
+        with pytest.raises(ValueError, match=f"X has values {word} for float64 arithmetic.*"
+                                             "rescale X"):
+            getattr(ds, name)(X * scale, y, **trainer_kwargs(name, X.shape[0]))
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_large_but_usable_feature_scales_give_finite_models(heart, scale):
+    """Within float64's range every solver returns finite coefficients (the conditioning at
+    lam = 1/n may stop it at its budget, with a warning)."""
+    X, y = heart
+    for name in ALL_TRAINERS:
+        if name in ("train_ppd_sg", "train_pga") and scale > 1:
+            continue        # their default step does not scale with X yet: diverges, warns
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = getattr(ds, name)(X * scale, y, **trainer_kwargs(name, X.shape[0]))
+        values = m.coef if m.coef.size else m.dual
+        assert np.isfinite(values).all(), name
+
+
+@pytest.mark.parametrize("scale, word", [(1e200, "too large"), (1e-200, "too small")])
+def test_extreme_regression_targets_are_a_clear_error(scale, word):
+    X, y = ds.datasets.load("kin8nm")
+    for name in ["train_sdca", "train_spdc", "train_bpd", "train_svrg", "train_dfsdca",
+                 "train_sorel", "train_lsvrg"]:
+        kw = trainer_kwargs(name, X.shape[0])
+        with pytest.raises(ValueError, match=f"y has values {word} for float64 arithmetic"):
+            getattr(ds, name)(X, y * scale, loss="squared", **kw)
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    (dict(C=1e308), "C = 1e+308 is outside the range"),
+    (dict(C=1e-320), "C = 1e-320 is outside the range"),
+    (dict(lam=1e-320), "lam = 1e-320 is outside the range"),
+    (dict(lam=1e308), "lam = 1e+308 is outside the range"),
+    (dict(max_epochs=10**20), "max_epochs must be <= 2147483647"),
+])
+def test_out_of_range_parameters_name_themselves(heart, kw, fragment):
+    X, y = heart
+    for name in ("train_sdca", "train_mixup_sdca"):
+        with pytest.raises(ValueError, match=fragment.replace("+", r"\+")):
+            getattr(ds, name)(X, y, **kw)
+
+
+def test_every_budget_is_bounded_and_never_preallocated(heart):
+    """The largest accepted budget runs (a callback stops it at once) without allocating
+    per epoch; one past it is a ValueError naming the argument."""
+    import inspect
+    X, y = heart
+    for name in ALL_TRAINERS:
+        fn = getattr(ds, name)
+        params = inspect.signature(fn).parameters
+        budget = next(p for p in ("max_epochs", "max_iter", "n_epochs", "n_stages") if p in params)
+        kw = trainer_kwargs(name, X.shape[0])
+        top = 10**6 if budget == "n_stages" else 2**31 - 1
+        with pytest.raises(ValueError, match=f"{budget} must be <= {top}"):
+            fn(X, y, **{budget: top + 1}, **kw)
+        if budget != "n_stages":
+            m = fn(X, y, **{budget: top}, callback=lambda info: True, **kw)
+            assert m.n_epochs == 0, name
+
+
+def test_auc_stage_schedule_must_fit(heart):
+    X, y = heart
+    with pytest.raises(ValueError, match="n_stages=40 makes the last stage longer than 2"):
+        ds.train_ppd_sg(X, y, n_stages=40)
+
+
+def test_no_features_at_all(heart):
+    _, y = heart
+    X0 = sp.csr_matrix((y.shape[0], 0))
+    for name in ("train_sdca", "train_kernel_sgd", "train_mixup_sdca"):
+        kw = dict(kernel="rbf") if name == "train_mixup_sdca" else {}
+        m = getattr(ds, name)(X0, y, **trainer_kwargs(name, y.shape[0]), **kw)
+        # no features: one constant prediction, the majority class (150 of 270 are -1)
+        assert (m.predict(sp.csr_matrix((4, 0))) == -1).all(), name
+
+
+def test_spectral_baselines_name_themselves_in_loss_errors(heart):
+    X, y = heart
+    for name in SPECTRAL:
+        with pytest.raises(ValueError, match=f"unknown loss 'hinge' for {name}:"):
+            getattr(ds, name)(X, y, loss="hinge", **trainer_kwargs(name, X.shape[0]))
+
+
+# ---------------------------------------------------------------------------------------
+# resources
+
+
+def test_a_huge_column_index_costs_no_memory_per_column(tmp_path):
+    """Feature index 2^31 - 1 in a 3-row file: loading and validating stay O(nnz) under a
+    1 GiB address-space limit (they used to allocate 16 GiB); training needs the 16 GiB
+    weight vector, and says so."""
+    path = tmp_path / "big_index.svm"
+    path.write_text("+1 1:0.5 2147483647:1\n-1 2:0.3 3:1\n+1 5:1 4:2\n")
+    rc, out, err = run_python(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        import dualsolve as ds
+        from dualsolve._validation import check_csr
+        X, y = ds.load_svmlight({str(path)!r})
+        assert X.shape == (3, 2**31 - 1), X.shape
+        check_csr(X)
+        try:
+            ds.train_sdca(X, y)
+        except MemoryError as exc:
+            print("MemoryError", exc)
+    """)
+    assert rc == 0, err[-2000:]
+    assert "MemoryError" in out and "16.0 GiB" in out
+
+
+# ---------------------------------------------------------------------------------------
+# the command line: one line on stderr, exit status 2
+
+
+def run_cli(*args, limit_gib=None):
+    pre = ""
+    if limit_gib:
+        pre = (f"import resource; resource.setrlimit(resource.RLIMIT_AS, "
+               f"({limit_gib} << 30, {limit_gib} << 30)); ")
+    code = pre + f"import sys; from dualsolve.cli import main; sys.exit(main({list(args)!r}))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def assert_one_line_failure(rc, out, err, fragment):
+    assert rc == 2, (rc, err)
+    assert err.startswith("dualsolve: error: ") and err.count("\n") == 1, err
+    assert fragment in err, err
+
+
+@pytest.fixture(scope="module")
+def heart_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "heart.svm"
+    X, y = ds.datasets.load("heart_scale")
+    ds.dump_svmlight(X, y, str(path))
+    return path
+
+
+def test_cli_cost_out_of_range(heart_file, tmp_path):
+    assert_one_line_failure(*run_cli("train", "-c", "1e308", str(heart_file),
+                                     str(tmp_path / "m.model")), "C = 1e+308 is outside")
+
+
+def test_cli_liblinear_cross_validation_flag(heart_file, tmp_path):
+    assert_one_line_failure(*run_cli("train", "-v", "5", str(heart_file),
+                                     str(tmp_path / "m.model")), "'-v 5'")
+
+
+def test_cli_damaged_model_files(heart_file, tmp_path):
+    good = tmp_path / "good.model"
+    assert run_cli("train", "-q", str(heart_file), str(good))[0] == 0
+    raw = good.read_bytes()
+    out = str(tmp_path / "pred.txt")
+    for k, damaged in enumerate([raw[:300], raw[:len(raw) // 2], b"PK\x03\x04" + b"\0" * 64,
+                                 raw[:40] + bytes(200) + raw[240:]]):
+        path = tmp_path / f"bad{k}.model"
+        path.write_bytes(damaged)
+        assert_one_line_failure(*run_cli("predict", str(heart_file), str(path), out),
+                                str(path))
+
+
+def test_cli_out_of_memory_is_one_line(tmp_path):
+    path = tmp_path / "big_index.svm"
+    path.write_text("+1 1:0.5 2147483647:1\n-1 2:0.3 3:1\n+1 5:1 4:2\n")
+    assert_one_line_failure(*run_cli("train", str(path), str(tmp_path / "m.model"),
+                                     limit_gib=3), "out of memory training on")
