@@ -17,6 +17,8 @@ import json
 import numpy as np
 import scipy.sparse as sp
 
+from ._model_file import read_model
+
 FORMAT = "dualsolve-model-1"
 HISTORY_FIELDS = [("epoch", np.int64), ("time", np.float64), ("primal", np.float64),
                   ("dual", np.float64), ("gap", np.float64)]
@@ -215,23 +217,14 @@ def _check_predict_input(X, n_features):
 
 
 def load_model(path):
-    """Read a model written by :meth:`Model.save`."""
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":        # every .npz is a zip archive
-            raise ValueError(f"{path!s} is not a dualsolve model file (not an .npz archive)")
-    with np.load(path, allow_pickle=False) as z:
-        if "meta" not in z.files:
-            raise ValueError(f"{path!s} is not a dualsolve model file (no 'meta' entry)")
-        meta = json.loads(str(z["meta"]))
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path!s}: unsupported model format {meta.get('format')!r}")
-        extra = {k: z["extra__" + k] for k in meta.get("extra", [])}
-        cls = KernelModel if meta.get("model") == "KernelModel" else Model
-        return cls(coef=z["coef"], intercept=float(z["intercept"]),
-                     dual=z["dual"] if "dual" in z.files else None,
-                     history=z["history"], converged=meta["converged"],
-                     n_epochs=meta["n_epochs"], solver=meta["solver"], params=meta["params"],
-                     classes=z["classes"] if "classes" in z.files else None, extra=extra)
+    """Read a model written by :meth:`Model.save`.
+
+    The file is untrusted input: every entry is validated before use (see
+    ``dualsolve._model_file``), so a damaged or forged file raises a one-line ValueError
+    naming the file and the field. OSError when the file cannot be opened.
+    """
+    kind, kwargs = read_model(path)
+    return (KernelModel if kind == "KernelModel" else Model)(**kwargs)
 
 
 def _version():
