@@ -3,6 +3,7 @@ or gives the right answer, and none takes the process down (the crash reproducer
 subprocess, whose return code is checked)."""
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 
@@ -13,10 +14,11 @@ import scipy.sparse as sp
 import dualsolve as ds
 
 
-def run_python(code, timeout=120):
-    """Run ``code`` in a fresh interpreter; (returncode, stdout, stderr)."""
+def run_python(code, timeout=300):
+    """Run ``code`` in a fresh interpreter, away from the checkout (whose uncompiled
+    ``dualsolve`` folder would shadow the installed package); (returncode, stdout, stderr)."""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, cwd=tempfile.gettempdir())
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -292,10 +294,8 @@ def run_cli(*args, limit_gib=None):
     if limit_gib:
         pre = (f"import resource; resource.setrlimit(resource.RLIMIT_AS, "
                f"({limit_gib} << 30, {limit_gib} << 30)); ")
-    code = pre + f"import sys; from dualsolve.cli import main; sys.exit(main({list(args)!r}))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_python(pre + "import sys; from dualsolve.cli import main; "
+                      f"sys.exit(main({list(args)!r}))")
 
 
 def assert_one_line_failure(rc, out, err, fragment):
