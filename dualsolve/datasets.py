@@ -10,6 +10,7 @@ import gzip
 import lzma
 import numbers
 import os
+import zlib
 from collections import namedtuple
 from importlib import resources
 from pathlib import Path
@@ -37,13 +38,24 @@ def _compression(path):
     return os.path.splitext(os.fspath(path))[1].lower()
 
 
+def _decompress(decompress, raw):
+    # Each decompressor has its own errors (LZMAError, BadGzipFile, zlib.error, OSError,
+    # EOFError or ValueError for a truncated stream); a damaged file is bad input like a
+    # bad line, so one ValueError that says which format.
+    try:
+        return decompress(raw)
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
+        name = {lzma.decompress: "xz", gzip.decompress: "gzip"}.get(decompress, "bzip2")
+        raise ValueError(f"not valid {name} data: {exc}") from None
+
+
 def _read_bytes(f):
     """Whole decompressed content of a path or binary file object, as bytes."""
     if isinstance(f, (str, bytes, os.PathLike)):
         with open(f, "rb") as fh:
             raw = fh.read()
         decompress = _DECOMPRESS.get(_compression(os.fsdecode(f)))
-        return decompress(raw) if decompress else raw
+        return _decompress(decompress, raw) if decompress else raw
     if not hasattr(f, "read"):
         raise TypeError(f"f must be a path or a binary file object, got {type(f).__name__}")
     raw = f.read()
@@ -52,7 +64,7 @@ def _read_bytes(f):
     raw = bytes(raw)  # the parser relies on bytes' trailing NUL (see _svmlight.pyx)
     for magic, decompress in _MAGIC:
         if raw.startswith(magic):
-            return decompress(raw)
+            return _decompress(decompress, raw)
     return raw
 
 
@@ -103,6 +115,7 @@ def load_svmlight(f, n_features=None, dtype=np.float64, zero_based="auto",
         multi-label ``1,2``, a repeated index in a row, index 0 with
         ``zero_based=False``, an index beyond ``n_features``): the message names the
         1-based line number and quotes the line. NaN and inf values are not errors here.
+        Also on damaged xz / gzip / bzip2 content.
     """
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
