@@ -325,10 +325,11 @@ def _kernel_params(f, params):
     if kernel in ("rbf", "poly") and not (_is_real(params.get("gamma")) and params["gamma"] > 0):
         raise f.fail("meta.params.gamma", f"must be a finite number > 0 (got "
                                           f"{_short(params.get('gamma'))})")
-    if kernel == "poly" and not _is_real(params.get("coef0")):
+    # KernelModel._kernel reads gamma, coef0 and int(degree) for rbf as for poly
+    if kernel in ("rbf", "poly") and not _is_real(params.get("coef0")):
         raise f.fail("meta.params.coef0", f"must be a finite number (got "
                                           f"{_short(params.get('coef0'))})")
-    if kernel in ("rbf", "poly"):                   # KernelModel._kernel calls int(degree)
+    if kernel in ("rbf", "poly"):
         if not (_is_int(params.get("degree")) and 0 <= params["degree"] < 2 ** 31):
             raise f.fail("meta.params.degree", f"must be an integer in [0, 2**31) (got "
                                                f"{_short(params.get('degree'))})")

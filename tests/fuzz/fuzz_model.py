@@ -47,12 +47,15 @@ def check(data):
     except ValueError as exc:
         msg = str(exc)
         assert type(exc) is ValueError, type(exc)
-        assert msg.startswith(PATH + ": ") and "\n" not in msg, msg
+        assert msg.startswith(PATH + ": ") and len(msg.splitlines()) == 1, msg
         return
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")     # overflow in a forged but finite model
-        scores = m.decision_function(_probe(m))
-    assert scores.shape == (2,), scores.shape
+    # A kernel model's prediction costs O(n_features) (scipy's sparse product), which a
+    # file can claim without storing: past 10**6 columns the probe is the caller's cost.
+    if m.n_features <= 10 ** 6:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")     # overflow in a forged but finite model
+            scores = m.decision_function(_probe(m))
+        assert scores.shape == (2,), scores.shape
     m.save(RESAVED)
     m2 = dualsolve.load_model(RESAVED)
     assert type(m2) is type(m)
@@ -115,7 +118,9 @@ def _npy(a):
 
 def _array(payload):
     try:
-        return np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # numpy's Python-2 header notice
+            return np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
     except Exception:
         return None
 

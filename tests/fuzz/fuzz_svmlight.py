@@ -227,9 +227,24 @@ def seeds():
     return out
 
 
+# libFuzzer dictionary: the tokens of the format and the numbers at the parser's limits
+TOKENS = [b"qid:", b"nan", b"-inf", b"infinity", b"e+", b"e-308", b"E22", b"e23", b"1.",
+          b".5", b"\r\n", b"\n#", b" # ", b":", b"1,2", b"9007199254740993",
+          b"922337203685477579", b"9223372036854775799", b"9223372036854775808",
+          b"123456789012345678901234567890", b"4.9406564584124654e-324",
+          b"2.4703282292062328e-324",
+          b"\xfd7zXZ\x00", b"\x1f\x8b", b"BZh"]
+
+
 def main(argv):
     from _common import fuzz
     import dualsolve.datasets
+    if not any(a.startswith("-dict=") for a in argv):
+        path = os.path.join(_tmp, "svmlight.dict")
+        with open(path, "w") as f:
+            for t in TOKENS:                # every byte escaped: "\xNN..."
+                f.write('"' + "".join("\\x%02x" % c for c in t) + '"\n')
+        argv = argv + [f"-dict={path}"]
     fuzz(argv, check, seeds(), [dualsolve.datasets, sys.modules[__name__]], "fuzz_svmlight")
 
 
