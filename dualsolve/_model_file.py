@@ -158,11 +158,17 @@ def _is_int(v):
 
 
 def _is_real(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    # a finite float, or an int numpy takes as int64 (make_kernel calls np.isfinite on it)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return -2 ** 63 <= v < 2 ** 63 if isinstance(v, int) else math.isfinite(v)
 
 
 def _short(v):
-    r = repr(v)
+    try:
+        r = repr(v)
+    except Exception:                       # a 5000-digit int, a deeply nested list
+        r = f"<{type(v).__name__}>"
     return r if len(r) <= 60 else r[:57] + "..."
 
 
@@ -209,7 +215,8 @@ def _floats(f, field, a, ndim, finite=True, dtype=np.float64):
     if a.dtype.kind != "f" or a.ndim != ndim:
         raise f.fail(field, f"must be a {ndim}-D float array (got {a.dtype} with shape "
                             f"{a.shape})")
-    a = a.astype(dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):     # float128 beyond float64: inf
+        a = a.astype(dtype, copy=False)
     if finite and not np.isfinite(a).all():
         raise f.fail(field, "contains NaN or infinity")
     return a
@@ -266,8 +273,8 @@ def _linear_extra(f, meta, extra, dual):
     if meta["solver"] == "sdca" and dual is not None:      # train_sdca records C = 1/(lam n)
         lam, C = params.get("lam"), params.get("C")
         if _is_real(lam) and _is_real(C) and lam > 0 and C > 0:
-            n = 1.0 / (lam * C)
-            if abs(n - dual.shape[0]) > 1e-6 * n:
+            n = 1.0 / lam / C                   # may be inf (never 1/0), then refused
+            if not abs(n - dual.shape[0]) <= 1e-6 * dual.shape[0]:
                 raise f.fail("dual", f"has {dual.shape[0]} entries but meta.params records "
                                      f"n = 1 / (lam C) = {n:.6g} training rows")
 

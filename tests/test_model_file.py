@@ -204,6 +204,7 @@ LINEAR_CASES = {
     "intercept NaN": (setitem("intercept", np.array(np.nan)), "intercept"),
     "intercept missing": (delete("intercept"), "intercept"),
     "dual 5 entries": (setitem("dual", np.zeros(5)), "dual"),
+    "lam C underflow": (lambda a, m: m["params"].update(lam=1e-300, C=1e-300), "dual"),
     "dual NaN": (edit("dual", lambda a: a.__setitem__(0, np.nan)), "dual"),
     "dual str": (setitem("dual", np.array(["a"] * 270)), "dual"),
     "3 classes": (setitem("classes", np.array([-1.0, 0.0, 1.0])), "classes"),
@@ -298,6 +299,10 @@ KERNEL_CASES = {
     "gamma": (lambda a, m: m["params"].__setitem__("gamma", -1.0), "meta.params.gamma", None),
     "degree": (lambda a, m: m["params"].__setitem__("degree", "3"), "meta.params.degree", None),
     "coef0 missing (rbf)": (lambda a, m: m["params"].pop("coef0"), "meta.params.coef0", None),
+    "coef0 beyond int64": (lambda a, m: m["params"].__setitem__("coef0", 2 ** 70),
+                           "meta.params.coef0", None),
+    "gamma beyond float64": (lambda a, m: m["params"].__setitem__("gamma", 10 ** 400),
+                             "meta.params.gamma", None),
     "n_features": (set_meta("n_features", 14), "meta.n_features", None),
     "coef not empty": (setitem("coef", np.zeros(13)), "coef", None),
     "unknown extra": (lambda a, m: a.__setitem__("extra__gram", np.zeros(3))
