@@ -117,7 +117,10 @@ cdef inline const char* parse_number(const char* p, const char* end,
     cdef const char* q
     cdef bint neg = False, exact = True, exp_neg = False
     cdef uint64_t m = 0
-    cdef int exp10 = 0, exp_val = 0
+    # exp10 drops by one per fractional digit while m is 0: as wide as a buffer length, so
+    # a multi-GB run of zeros cannot wrap it back into the fast path's range
+    cdef Py_ssize_t exp10 = 0
+    cdef int exp_val = 0
     cdef Py_ssize_t n_digits = 0
     cdef double v
 
