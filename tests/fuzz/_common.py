@@ -30,7 +30,20 @@ def instrument(atheris, *modules):
 def fuzz(argv, check, seeds, modules, name, mutator=None, defaults=("-timeout=5",)):
     """Run libFuzzer through atheris on ``check``. The seeds are written into the first
     corpus directory given (a fresh temporary one when none is), where libFuzzer also
-    keeps the new inputs it finds."""
+    keeps the new inputs it finds. ``-plain_runs=N`` instead replays the seeds and the
+    corpus files and checks N mutants of them without atheris (e.g. under AddressSanitizer,
+    whose coverage symbols would shadow libFuzzer's)."""
+    plain = [a for a in argv if a.startswith("-plain_runs=")]
+    if plain:
+        n = int(plain[-1].split("=")[1])
+        corpus = list(seeds) + [open(os.path.join(d, f), "rb").read()
+                                for d in argv[1:] if os.path.isdir(d)
+                                for f in sorted(os.listdir(d))]
+        for data in corpus:
+            check(data)
+        random_loop(check, corpus, n, mutator=mutator)
+        print(f"{name}: {len(corpus)} corpus inputs and {n} mutants checked")
+        return
     import atheris
     instrument(atheris, *modules)
     argv = list(argv) + [d for d in defaults if not any(a.startswith(d.split("=")[0] + "=")
