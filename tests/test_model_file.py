@@ -481,8 +481,9 @@ def test_forged_kernel_indptr_does_not_crash_predict(tmp_path):
         else:
             print("accepted")
     """)
+    # cwd: away from the checkout, whose uncompiled dualsolve folder would shadow the install
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=str(tmp_path))
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])   # < 0: a signal
     assert proc.stdout.startswith("ValueError:"), proc.stdout
     assert "field 'extra__X_indptr'" in proc.stdout and "m.npz" in proc.stdout
