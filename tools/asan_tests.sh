@@ -30,7 +30,7 @@
 #      and LDFLAGS="-fsanitize=address";
 #   3. runs pytest in the copy with PYTHONPATH=<copy> (checking that `dualsolve` is imported
 #      from the copy), LD_PRELOAD=<gcc's libasan.so> (Python itself is not instrumented, so
-#      the runtime must be loaded first) and
+#      the runtime must be loaded first; gcc's libstdc++ follows it) and
 #      ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:abort_on_error=1:log_path=<dir>/asan
 #      (leaks of the interpreter are noise; recoverable errors are logged and the run goes
 #      on so that one run counts them all; every process, subprocesses of the tests
@@ -91,6 +91,12 @@ case "$LIBASAN" in
     *) die "$CC has no libasan.so (install the libasan package matching $CC)" ;;
 esac
 LIBASAN="$(readlink -f "$LIBASAN")"
+# libstdc++ right after the ASan runtime: Python does not link it, so without it ASan's
+# __cxa_throw interceptor finds no real function and a C++ extension that throws (e.g.
+# atheris, pybind11) dies with "AddressSanitizer: CHECK failed ... real___cxa_throw"
+PRELOAD="$LIBASAN"
+LIBSTDCXX="$("$CC" -print-file-name=libstdc++.so)"
+case "$LIBSTDCXX" in /*) [ -e "$LIBSTDCXX" ] && PRELOAD="$PRELOAD:$(readlink -f "$LIBSTDCXX")" ;; esac
 
 # ---------------------------------------------------------------------------- the copy
 CLEANUP=0
@@ -157,7 +163,7 @@ export PYTHONPATH="$COPY${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONMALLOC=malloc
 export PYTHONDONTWRITEBYTECODE=1
 export DUALSOLVE_ASAN=1    # lets a test skip what cannot run under ASan (e.g. RLIMIT_AS)
-RUN_ENV=(env LD_PRELOAD="$LIBASAN${LD_PRELOAD:+:$LD_PRELOAD}"
+RUN_ENV=(env LD_PRELOAD="$PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
          ASAN_OPTIONS="detect_leaks=0:halt_on_error=0:abort_on_error=1:log_path=$DIR/asan${ASAN_EXTRA_OPTIONS:+:$ASAN_EXTRA_OPTIONS}")
 
 where="$(cd "$DIR" && "${RUN_ENV[@]}" "$PYTHON" -c \
@@ -201,7 +207,7 @@ n_reports=0
 n_other=0
 if [ ${#logs[@]} -gt 0 ]; then
     n_reports=$(cat "${logs[@]}" | grep -c 'ERROR: AddressSanitizer')
-    n_other=$(cat "${logs[@]}" | grep '^ERROR: \|==ERROR: ' | grep -vc 'ERROR: AddressSanitizer')
+    n_other=$(cat "${logs[@]}" | grep 'ERROR: \|AddressSanitizer: CHECK failed' | grep -vc 'ERROR: AddressSanitizer')
 fi
 n_fail=0
 for rc in "${PYTEST_RCS[@]}"; do [ "$rc" = 0 ] || [ "$rc" = 5 ] || n_fail=$((n_fail + 1)); done
@@ -246,10 +252,10 @@ for log in logs:
         text = f.read().splitlines()
     frames, inreport = 0, False
     for line in text:
-        if "ERROR: " in line:
+        if "ERROR: " in line or "AddressSanitizer: CHECK failed" in line:
             kind = re.sub(r"^=+\d+=+", "", line)
-            if "AddressSanitizer" not in kind:
-                kind += "  [ASan runtime could not start, not a memory error" + \
+            if "ERROR: AddressSanitizer" not in line:
+                kind += "  [an ASan runtime failure, not a memory error" + \
                     ("; the process limited its address space (RLIMIT_AS), which ASan " \
                      "cannot run under" if "mmap" in kind else "") + "]"
             print(f"  {os.path.basename(log)}: {kind}")
