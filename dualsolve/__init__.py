@@ -23,9 +23,9 @@ def get_include():
 
 from ._validation import ConvergenceWarning
 from .datasets import load_svmlight, dump_svmlight
-from .model import Model, KernelModel, load_model
+from .model import Model, load_model
 from .sdca import train_sdca
-from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment
+from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment, KernelModel
 from .primal_dual import (train_bpd, train_ada_bpd, train_df_bpd, train_spdc, train_ada_spdc,
                           train_df_spdc, train_adf_spdc, train_svrg, train_katyusha)
 from .adfsdca import train_dfsdca, train_adfsdca

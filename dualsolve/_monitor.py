@@ -1,25 +1,54 @@
 """Per-epoch reporting shared by every solver: history rows, verbose lines, the user's
-callback, and Ctrl-C (a pending SIGINT is raised while this Python code runs)."""
+callback, the divergence watch, and Ctrl-C (a pending SIGINT is raised while this Python
+code runs).
+
+Compiled engines reach the monitor through ``dualsolve._core.hooks.python_hook``; engines
+written in Python call :meth:`EpochMonitor.step`. Either way an epoch's report returns 0 to
+go on or the status (``dualsolve._core.status``) the engine must stop with."""
+import math
 import time
 
 import numpy as np
 
+from ._core import status as _status
+
+#: an objective this many times its scale above the start has diverged
+DIVERGE_FACTOR = 1e4
+
 
 class EpochMonitor:
-    """Collects ``(epoch, seconds, *values)`` rows; ``report`` returns True to stop.
+    """Collects ``(epoch, seconds, *values)`` rows.
 
-    columns : names of the values after epoch and time (e.g. primal, dual, gap, ...).
+    columns : names of the values an engine reports per epoch; the first three are always
+        primal, dual and gap (NaN where the solver has none).
     coef : an array handed to the callback as ``info["coef"]``, through a read-only view
         made here (``set_coef`` replaces it).
+    scale : the objective's scale for the divergence watch (default: |primal at epoch 0|).
+    unevaluated_nan : True when a NaN primal means "not evaluated this epoch" (solvers that
+        check their certificate every k epochs); otherwise NaN or inf is divergence.
+    watch_growth : also call it divergence when the primal grows DIVERGE_FACTOR times its
+        scale above the start (stochastic primal methods; a primal-dual method's primal
+        may rise that far on its way and come back).
     An exception raised by the callback (or KeyboardInterrupt) is kept in ``error`` and
     stops the solve; the driver re-raises it once the loop has returned.
     """
 
-    def __init__(self, callback, verbose, columns, coef=None):
+    def __init__(self, columns, callback=None, verbose=0, coef=None, scale=None,
+                 unevaluated_nan=False, watch_growth=False):
+        if not isinstance(columns, (tuple, list)):     # TRANSITION: (callback, verbose, columns)
+            columns, callback, verbose = verbose, columns, callback
+            unevaluated_nan = True
+        self.columns = tuple(columns)
+        assert self.columns[:3] == ("primal", "dual", "gap"), self.columns
+        self.n_values = len(self.columns)
         self.rows = []
         self.callback = callback
         self.verbose = verbose
-        self.columns = tuple(columns)
+        self.scale = scale
+        self.unevaluated_nan = unevaluated_nan
+        self.watch_growth = watch_growth
+        self.start = None
+        self.diverged_at = None
         self.set_coef(coef)
         self.error = None
         self.t0 = time.perf_counter()
@@ -32,25 +61,54 @@ class EpochMonitor:
             self.coef.flags.writeable = False
 
     def report(self, epoch, *values):
+        """Record one epoch; 0 to go on, else the status to stop with. May raise (the
+        callback's exception, KeyboardInterrupt): see :meth:`step`."""
+        if len(values) == 1 and isinstance(values[0], tuple):
+            values = values[0]
         t = time.perf_counter() - self.t0
-        self.rows.append((epoch, t) + values)
+        values = tuple(float(v) for v in values)
+        self.rows.append((int(epoch), t) + values)
+        if self.verbose:
+            self._print(epoch, values, t)
+        if self._diverged(values[0]):
+            self.diverged_at = int(epoch)
+            return _status.DIVERGED
+        if self.callback is not None:
+            info = dict(epoch=int(epoch), time=t, **dict(zip(self.columns, values)))
+            if self.coef is not None:
+                info["coef"] = self.coef
+            if self.callback(info):
+                return _status.CALLBACK
+        return 0
+
+    def step(self, epoch, values):
+        """:meth:`report` for engines written in Python: an exception is kept in ``error``
+        and turned into the status to stop with, as the compiled hook does."""
         try:
-            if self.verbose:
-                if epoch == 0:
-                    print(f"{'epoch':>6} " + " ".join(_HEAD.get(c, f"{c:>10}") for c in self.columns)
-                          + f" {'seconds':>9}")
-                print(f"{epoch:6d} " + " ".join(_fmt(c, v) for c, v in zip(self.columns, values))
-                      + f" {t:9.3f}", flush=True)
-            if self.callback is not None:
-                info = dict(epoch=epoch, time=t, **dict(zip(self.columns, values)))
-                if self.coef is not None:
-                    info["coef"] = self.coef
-                if self.callback(info):
-                    return True
+            return self.report(epoch, values)
         except BaseException as exc:        # noqa: B902 (KeyboardInterrupt included)
             self.error = exc
+            return _status.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else _status.CALLBACK
+
+    def _diverged(self, primal):
+        if math.isnan(primal) and self.unevaluated_nan:
+            return False
+        if not math.isfinite(primal):
             return True
-        return False
+        if self.start is None:
+            self.start = primal
+            if self.scale is None:
+                self.scale = abs(primal)
+            return False
+        return (self.watch_growth
+                and primal - self.start > DIVERGE_FACTOR * max(self.scale, 1e-300))
+
+    def _print(self, epoch, values, t):
+        if not self.rows[:-1]:
+            print(f"{'epoch':>6} " + " ".join(_HEAD.get(c, f"{c:>10}") for c in self.columns)
+                  + f" {'seconds':>9}")
+        print(f"{int(epoch):6d} " + " ".join(_fmt(c, v) for c, v in zip(self.columns, values))
+              + f" {t:9.3f}", flush=True)
 
 
 _HEAD = {"primal": f"{'primal':>22}", "dual": f"{'dual':>22}", "gap": f"{'gap':>10}",
@@ -61,5 +119,5 @@ def _fmt(column, v):
     if column in ("primal", "dual"):
         return f"{v:22.15e}"
     if column == "n_active":
-        return f"{int(v):9d}"
+        return f"{int(v):9d}" if math.isfinite(v) else f"{'':>9}"
     return f"{v:10.3e}"

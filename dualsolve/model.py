@@ -3,14 +3,18 @@
 File format (``Model.save`` / ``dualsolve.load_model``): a NumPy ``.npz`` archive (a zip of
 ``.npy`` arrays, read with ``allow_pickle=False``; no pickle anywhere) holding
 
-    meta        0-d unicode array: JSON with format, solver, params, converged, n_epochs,
-                n_features, fit_intercept, dualsolve version, and the names of extra arrays
+    meta        0-d unicode array: JSON with format, model (the class), solver, params,
+                stop_reason, n_epochs, n_features, dualsolve version, and the names of
+                extra arrays
     coef        float64 (n_features,)
     intercept   float64 0-d
     history     structured array (epoch, time, primal, dual, gap, ...)
     classes     the two original labels (absent for regression)
     dual        float64 (n_samples,) dual variables (absent when saved with include_dual=False)
     extra__<k>  family-specific arrays (e.g. kernel models' support rows)
+
+A family with a model class of its own (``dualsolve.mixup.KernelModel``) registers it with
+:func:`register_model_class`, so that this module imports no family.
 """
 import json
 
@@ -19,7 +23,9 @@ import scipy.sparse as sp
 
 from ._model_file import read_model
 
-FORMAT = "dualsolve-model-1"
+FORMAT = "dualsolve-model-2"
+#: Model.stop_reason values (dualsolve._core.status.STOP_REASON)
+STOP_REASONS = ("converged", "max_epochs", "callback", "interrupted", "diverged")
 HISTORY_FIELDS = [("epoch", np.int64), ("time", np.float64), ("primal", np.float64),
                   ("dual", np.float64), ("gap", np.float64)]
 
@@ -56,8 +62,13 @@ class Model:
     history : structured ndarray
         One row per epoch with fields ``epoch, time, primal, dual, gap`` (NaN where a
         quantity does not exist for the solver), plus solver-specific fields.
+    stop_reason : str
+        Why the solver stopped: "converged" (its documented criterion held at ``tol``; a
+        certified duality gap wherever the solver has one; see docs/api.md),
+        "max_epochs", "callback" (the callback returned True), "interrupted" (Ctrl-C) or
+        "diverged".
     converged : bool
-        True when the solver met its tolerance.
+        ``stop_reason == "converged"``.
     n_epochs : int
     solver : str
     params : dict
@@ -68,18 +79,28 @@ class Model:
         Family-specific arrays.
     """
 
-    def __init__(self, coef, intercept=0.0, dual=None, history=None, converged=False,
-                 n_epochs=0, solver="", params=None, classes=None, extra=None):
+    def __init__(self, coef, intercept=0.0, dual=None, history=None, stop_reason="max_epochs",
+                 n_epochs=0, solver="", params=None, classes=None, extra=None,
+                 converged=None):
+        if converged is not None:                       # TRANSITION: families not ported yet
+            stop_reason = "converged" if converged else "max_epochs"
+        if stop_reason not in STOP_REASONS:
+            raise ValueError(f"stop_reason must be one of {list(STOP_REASONS)}; got "
+                             f"{stop_reason!r}")
         self.coef = np.asarray(coef, dtype=np.float64)
         self.intercept = float(intercept)
         self.dual = None if dual is None else np.asarray(dual, dtype=np.float64)
         self.history = make_history([]) if history is None else history
-        self.converged = bool(converged)
+        self.stop_reason = stop_reason
         self.n_epochs = int(n_epochs)
         self.solver = solver
         self.params = dict(params or {})
         self.classes = None if classes is None else np.asarray(classes)
         self.extra = dict(extra or {})
+
+    @property
+    def converged(self):
+        return self.stop_reason == "converged"
 
     @property
     def n_features(self):
@@ -88,14 +109,14 @@ class Model:
     def __repr__(self):
         last = self.history[-1] if len(self.history) else None
         gap = f", gap={last['gap']:.3e}" if last is not None else ""
-        return (f"Model(solver={self.solver!r}, n_features={self.n_features}, "
-                f"converged={self.converged}, n_epochs={self.n_epochs}{gap})")
+        return (f"{type(self).__name__}(solver={self.solver!r}, n_features={self.n_features}, "
+                f"stop_reason={self.stop_reason!r}, n_epochs={self.n_epochs}{gap})")
 
     def decision_function(self, X):
         """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features).
 
         X is validated like training data (NaN or inf, a broken CSR structure: ValueError)."""
-        Xc = _check_predict_input(X, self.n_features)
+        Xc = check_predict_input(X, self.n_features)
         if Xc is None:
             return np.zeros(0)
         scores = np.asarray(Xc.source @ self.coef, dtype=np.float64).ravel()
@@ -110,11 +131,21 @@ class Model:
             return scores
         return self.classes[(scores > 0).astype(np.intp)]
 
+    #: a model file of this class must hold finite numbers even when the run diverged
+    file_needs_finite = False
+
+    @classmethod
+    def check_file(cls, f, meta, coef, extra, dual):
+        """Validate what a model file holds beyond the generic fields (``f``: the reader of
+        ``dualsolve._model_file``, whose ``fail(field, why)`` makes the error)."""
+        from ._model_file import check_linear_extra
+        check_linear_extra(f, meta, coef, extra, dual)
+
     def save(self, path, include_dual=True):
         """Write the model to ``path`` (``.npz`` format; see the module docstring)."""
         meta = dict(format=FORMAT, model=type(self).__name__, solver=self.solver,
                     params=_jsonable(self.params),
-                    converged=self.converged, n_epochs=self.n_epochs,
+                    stop_reason=self.stop_reason, n_epochs=self.n_epochs,
                     n_features=self.n_features, extra=sorted(self.extra),
                     version=_version())
         arrays = dict(meta=np.array(json.dumps(meta)), coef=self.coef,
@@ -132,67 +163,7 @@ class Model:
             np.savez(f, **arrays)
 
 
-class KernelModel(Model):
-    """A kernel model ``f(x) = sum_p dual_p k(x, x_p) / (lam n)`` over the (mixup-augmented)
-    training points ``x_p``, kept as the original rows plus the mixup plan (``extra``), so
-    mixed points are never materialised. ``coef`` is empty; ``n_features`` that of X."""
-
-    @classmethod
-    def from_training(cls, X_orig, plan, kernel, lam_n, **kw):
-        extra = dict(lam_n=np.array(float(lam_n)))
-        if X_orig is not None:
-            X = sp.csr_matrix(X_orig)
-            extra.update(X_data=X.data, X_indices=X.indices, X_indptr=X.indptr,
-                         X_shape=np.array(X.shape, dtype=np.int64))
-        if plan is not None:
-            extra.update(plan_a=plan.a, plan_b=plan.b, plan_r=plan.r,
-                         plan_n_orig=np.array(int(plan.n_orig)))
-        params = dict(kw.pop("params", {}))
-        params.update(kernel=kernel.kernel, gamma=kernel.gamma, coef0=kernel.coef0,
-                      degree=kernel.degree)
-        return cls(coef=np.zeros(0), extra=extra, params=params, **kw)
-
-    @property
-    def n_features(self):
-        return int(self.extra["X_shape"][1]) if "X_shape" in self.extra else -1
-
-    def _kernel(self):
-        from dualsolve._core.kernels import make_kernel
-        p = self.params
-        if p["kernel"] in ("linear", "precomputed"):
-            return make_kernel(p["kernel"])
-        return make_kernel(p["kernel"], p["gamma"], p["coef0"], int(p["degree"]))
-
-    def decision_function(self, X):
-        """Scores of new points. For kernel="precomputed", X is the kernel matrix between
-        the new points and the augmented training points, shape (n_new, n)."""
-        from dualsolve._core.kernels import augmented_kernel_matrix
-        dual, lam_n = self.dual, float(self.extra["lam_n"])
-        if self.params["kernel"] == "precomputed":
-            Kn = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
-            if Kn.ndim != 2 or Kn.shape[1] != dual.shape[0]:
-                raise ValueError(f"X must be the kernel matrix between new points and the "
-                                 f"{dual.shape[0]} training points; got shape {Kn.shape}")
-            return Kn @ dual / lam_n
-        Xc = _check_predict_input(X, self.n_features)
-        if Xc is None:
-            return np.zeros(0)
-        X = Xc.source
-        Xo = sp.csr_matrix((self.extra["X_data"], self.extra["X_indices"],
-                            self.extra["X_indptr"]), shape=tuple(self.extra["X_shape"]))
-        plan = None
-        if "plan_a" in self.extra:
-            from dualsolve.mixup.augment import MixupPlan
-            plan = MixupPlan(self.extra["plan_a"], self.extra["plan_b"], self.extra["plan_r"],
-                             int(self.extra["plan_n_orig"]))
-        support = np.flatnonzero(dual)
-        if support.size == 0:
-            return np.zeros(X.shape[0])
-        K = augmented_kernel_matrix(X, Xo, plan, support, self._kernel())
-        return K @ dual[support] / lam_n
-
-
-def _check_predict_input(X, n_features):
+def check_predict_input(X, n_features):
     """X for prediction: its shape against the model's, then :func:`check_csr` (CSR kept
     without a copy). None when X has no rows."""
     if sp.issparse(X):
@@ -223,8 +194,20 @@ def load_model(path):
     ``dualsolve._model_file``), so a damaged or forged file raises a one-line ValueError
     naming the file and the field. OSError when the file cannot be opened.
     """
-    kind, kwargs = read_model(path)
-    return (KernelModel if kind == "KernelModel" else Model)(**kwargs)
+    cls, kwargs = read_model(path, MODEL_CLASSES)
+    return cls(**kwargs)
+
+
+#: model classes by name, as written in a file's meta.model
+MODEL_CLASSES = {}
+
+
+def register_model_class(cls):
+    """Let :func:`load_model` build ``cls`` (a Model subclass of a family) from files whose
+    meta.model is its name. ``cls.check_file(f, meta, extra, dual)`` validates the family's
+    extra arrays (see ``dualsolve._model_file``). Returns cls (usable as a decorator)."""
+    MODEL_CLASSES[cls.__name__] = cls
+    return cls
 
 
 def _version():
@@ -267,3 +250,6 @@ def warm_start_dual(warm_start, n):
     if not np.isfinite(alpha).all():
         raise ValueError("warm_start contains NaN or infinity")
     return alpha
+
+
+register_model_class(Model)

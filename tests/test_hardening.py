@@ -2,6 +2,7 @@
 or gives the right answer, and none takes the process down (the crash reproducers run in a
 subprocess, whose return code is checked)."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -215,12 +216,12 @@ def test_extreme_regression_targets_are_a_clear_error(scale, word):
     (dict(C=1e-320), "C = 1e-320 is outside the range"),
     (dict(lam=1e-320), "lam = 1e-320 is outside the range"),
     (dict(lam=1e308), "lam = 1e+308 is outside the range"),
-    (dict(max_epochs=10**20), "max_epochs must be <= 2147483647"),
+    (dict(max_epochs=10**20), "max_epochs must be an integer in [0, 2147483647]"),
 ])
 def test_out_of_range_parameters_name_themselves(heart, kw, fragment):
     X, y = heart
     for name in ("train_sdca", "train_mixup_sdca"):
-        with pytest.raises(ValueError, match=fragment.replace("+", r"\+")):
+        with pytest.raises(ValueError, match=re.escape(fragment)):
             getattr(ds, name)(X, y, **kw)
 
 
@@ -235,7 +236,8 @@ def test_every_budget_is_bounded_and_never_preallocated(heart):
         budget = next(p for p in ("max_epochs", "max_iter", "n_epochs", "n_stages") if p in params)
         kw = trainer_kwargs(name, X.shape[0])
         top = 10**6 if budget == "n_stages" else 2**31 - 1
-        with pytest.raises(ValueError, match=f"{budget} must be <= {top}"):
+        with pytest.raises(ValueError, match=f"{budget} must be (<= {top}|an integer in "
+                                             f"\\[\\d+, {top}\\])"):
             fn(X, y, **{budget: top + 1}, **kw)
         if budget != "n_stages":
             m = fn(X, y, **{budget: top}, callback=lambda info: True, **kw)

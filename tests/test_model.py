@@ -43,7 +43,7 @@ def test_file_is_a_plain_npz_without_pickle(model, tmp_path):
     assert "dual.npy" not in names
     with np.load(path, allow_pickle=False) as z:           # raises if anything needs pickle
         meta = json.loads(str(z["meta"]))
-        assert meta["format"] == "dualsolve-model-1"
+        assert meta["format"] == "dualsolve-model-2"
         assert meta["n_features"] == model.n_features
     assert ds.load_model(path).dual is None
 

@@ -187,7 +187,7 @@ LINEAR_CASES = {
     "meta unknown key": (set_meta("colour", "red"), "meta"),
     "model kind": (set_meta("model", "Pickle"), "meta.model"),
     "solver": (set_meta("solver", 3), "meta.solver"),
-    "converged": (set_meta("converged", "yes"), "meta.converged"),
+    "stop_reason": (set_meta("stop_reason", "finished"), "meta.stop_reason"),
     "n_epochs negative": (set_meta("n_epochs", -1), "meta.n_epochs"),
     "n_epochs float": (set_meta("n_epochs", 2.5), "meta.n_epochs"),
     "params": (set_meta("params", [1]), "meta.params"),
@@ -296,13 +296,14 @@ KERNEL_CASES = {
                     "meta.params.n_augmented", None),
     "kernel name": (lambda a, m: m["params"].__setitem__("kernel", "sigmoid"),
                     "meta.params.kernel", None),
-    "gamma": (lambda a, m: m["params"].__setitem__("gamma", -1.0), "meta.params.gamma", None),
+    "kernel_gamma": (lambda a, m: m["params"].__setitem__("kernel_gamma", -1.0),
+                     "meta.params.kernel_gamma", None),
     "degree": (lambda a, m: m["params"].__setitem__("degree", "3"), "meta.params.degree", None),
     "coef0 missing (rbf)": (lambda a, m: m["params"].pop("coef0"), "meta.params.coef0", None),
     "coef0 beyond int64": (lambda a, m: m["params"].__setitem__("coef0", 2 ** 70),
                            "meta.params.coef0", None),
-    "gamma beyond float64": (lambda a, m: m["params"].__setitem__("gamma", 10 ** 400),
-                             "meta.params.gamma", None),
+    "gamma beyond float64": (lambda a, m: m["params"].__setitem__("kernel_gamma", 10 ** 400),
+                             "meta.params.kernel_gamma", None),
     "n_features": (set_meta("n_features", 14), "meta.n_features", None),
     "coef not empty": (setitem("coef", np.zeros(13)), "coef", None),
     "unknown extra": (lambda a, m: a.__setitem__("extra__gram", np.zeros(3))
@@ -328,7 +329,7 @@ def test_dual_length_of_other_linear_models(heart, tmp_path):
 
 def test_diverged_model_keeps_its_non_finite_iterate(heart, tmp_path):
     m = train("train_svrg", heart, step=1e4, max_epochs=3)
-    assert m.params["status"] == "diverged" and not np.isfinite(m.coef).all()
+    assert m.stop_reason == "diverged" and not np.isfinite(m.coef).all()
     m.save(tmp_path / "d.model")
     m2 = ds.load_model(tmp_path / "d.model")
     assert m2.coef.tobytes() == m.coef.tobytes()

@@ -222,7 +222,7 @@ def test_callback_can_stop_and_sees_each_epoch(heart):
     m = ds.train_sdca(X, y, tol=0, max_epochs=50, callback=cb)
     assert [e for e, _ in seen] == [0, 1, 2, 3]
     assert m.n_epochs == 3 and not m.converged
-    assert m.params["status"] == "stopped"
+    assert m.stop_reason == "callback"
 
 
 def test_callback_exception_propagates(heart):

@@ -184,15 +184,16 @@ def test_unknown_loss_and_options(heart):
     X, y = heart
     bad(r"unknown loss 'logit'", X, y, loss="logit")
     bad(r"loss must be a string", X, y, exc=TypeError, loss=None)
-    bad(r"sampling must be one of", X, y, sampling="cyclic")
-    bad(r"tol must be >= 0", X, y, tol=-1e-3)
+    bad(r"sampling must be 'permutation' or 'uniform'; got 'cyclic'", X, y, sampling="cyclic")
+    bad(r"tol must be a real number in \[0, inf\)", X, y, tol=-1e-3)
     bad(r"max_epochs must be an integer", X, y, exc=TypeError, max_epochs=2.5)
-    bad(r"max_epochs must be >= 0", X, y, max_epochs=-1)
+    bad(r"max_epochs must be an integer in \[0, 2147483647\]; got -1", X, y, max_epochs=-1)
     bad(r"smoothing applies to loss='smooth_hinge' only", X, y, loss="hinge", smoothing=0.3)
     bad(r"smooth_hinge parameter must be", X, y, loss="smooth_hinge", smoothing=0.0)
-    bad(r"intercept_scaling must be > 0", X, y, fit_intercept=True, intercept_scaling=0.0)
-    bad(r"seed must be >= 0", X, y, seed=-3)
-    bad(r"callback must be callable", X, y, exc=TypeError, callback=5)
+    bad(r"intercept_scaling must be a real number in \(0, inf\)", X, y, fit_intercept=True,
+        intercept_scaling=0.0)
+    bad(r"seed must be None or an integer in \[0, inf\)", X, y, seed=-3)
+    bad(r"callback must be callable or None", X, y, exc=TypeError, callback=5)
 
 
 def test_bad_X_types(heart):

@@ -12,7 +12,9 @@ from .._core import losses as _losses
 from .._core import kernels as _kernels
 from .._validation import (check_csr, check_labels, check_regularization, check_positive,
                            check_int, check_budget, check_seed, check_choice, warn_not_converged)
-from ..model import KernelModel, Model, make_history
+from .._monitor import EpochMonitor
+from ..model import Model, make_history
+from .model import KernelModel
 from ..sdca import _sdca
 from . import _kernel_sdca
 from .augment import mixup_augment, MixupPlan
@@ -181,12 +183,17 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
             mix, sqnorm = None, data.sqnorm
         d = data.shape[1]
         w = np.zeros(d)
-        status, n_epochs, primal, dual, gap, p0, rows = _sdca._fit(
+        mon = EpochMonitor(("primal", "dual", "gap", "gap_estimate", "n_active"), callback,
+                           verbose, coef=w, unevaluated_nan=True)     # TRANSITION
+        status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
             data.data, data.indices, data.indptr, d, np.ascontiguousarray(y_coord, dtype=np.float64),
             loss, param, lam, 0.0, w, alpha, tol, max_epochs, check_code, False, sampling_code,
-            seed, int(verbose), callback, sqnorm=sqnorm, point=point, weight=weight, mix=mix,
+            seed, mon, sqnorm=sqnorm, point=point, weight=weight, mix=mix,
             **step)
-        rows = [r[:6] for r in rows]                   # drop n_active (no shrinking here)
+        if mon.error is not None:
+            raise mon.error
+        status = min(status, 2)
+        rows = [r[:6] for r in mon.rows]               # drop n_active (no shrinking here)
         beta = np.bincount(point, weights=alpha, minlength=n) if point is not None else alpha
     else:
         spec = _kernels.make_kernel(kernel, "auto" if gamma is None else gamma, coef0, degree,

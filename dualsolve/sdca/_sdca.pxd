@@ -21,29 +21,28 @@ Minimal use (see tests/test_embed.py for a complete extension)::
     cdef SdcaResult res
     with nogil:
         sdca_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
+
+The status (``res.status``) and the hook are the package's one pair
+(``dualsolve._core.status``): STATUS_CONVERGED when the duality gap is <= tol * P(0), with
+w recomputed from alpha (tol = 0 never converges: it runs the budget), STATUS_MAX_EPOCHS,
+or what the hook returned. The hook gets 5 values per epoch: primal, dual, gap (NaN for an
+epoch without an exact check), gap_estimate (the gap seen during the pass; NaN at epoch 0
+and when every epoch is checked) and n_active (rows not shrunk).
 """
 from libc.stdint cimport uint64_t
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.losses cimport Loss
 from dualsolve._core.rng cimport rng_state
+from dualsolve._core.status cimport epoch_hook
 from dualsolve.sdca.steps cimport StepParams
 
 cdef enum:
     SAMPLE_PERMUTATION = 0    # a fresh random permutation of the active set every epoch
     SAMPLE_UNIFORM = 1        # n_active draws with replacement (the setting of SDCA theory)
 
+#: values handed to the hook per epoch (primal, dual, gap, gap_estimate, n_active)
 cdef enum:
-    SDCA_CONVERGED = 0        # duality gap <= tol * P(0), certified with w recomputed from alpha
-    SDCA_MAX_EPOCHS = 1
-    SDCA_STOPPED = 2          # the hook asked to stop (callback, Ctrl-C)
-
-
-# Called after every epoch (and once for the starting point, epoch 0). primal, dual and gap
-# are NaN for an epoch without an exact check; gap_estimate is the gap seen during the
-# pass (NaN at epoch 0 and when every epoch is checked). Return 0 to go on, anything else
-# to stop. May acquire the GIL inside.
-ctypedef int (*sdca_hook)(void* ctx, Py_ssize_t epoch, double primal, double dual,
-                          double gap, double gap_estimate, Py_ssize_t n_active) noexcept nogil
+    SDCA_HOOK_VALUES = 5
 
 
 ctypedef struct SdcaProblem:
@@ -89,7 +88,7 @@ ctypedef struct SdcaOptions:
 
 
 ctypedef struct SdcaResult:
-    int status                # SDCA_CONVERGED / SDCA_MAX_EPOCHS / SDCA_STOPPED
+    int status                # a dualsolve._core.status code
     Py_ssize_t n_epochs
     double primal
     double dual
@@ -107,4 +106,4 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
-                  sdca_hook hook, void* ctx) noexcept nogil
+                  epoch_hook hook, void* ctx) noexcept nogil

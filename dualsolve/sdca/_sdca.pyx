@@ -16,14 +16,14 @@ incremental rounding drift) and the gap re-checked before stopping: the final ga
 certificate.
 """
 from libc.math cimport INFINITY, NAN
-from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._monitor import EpochMonitor
 
-from dualsolve._core.hooks cimport report_or_stop
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.status cimport STATUS_CONVERGED, STATUS_MAX_EPOCHS
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
@@ -149,19 +149,21 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
                  SdcaProblem* P, double* primal, double* dual, double* gap) noexcept nogil:
     """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators."""
     cdef Py_ssize_t i, pos, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef double zi, c, loss_sum = 0.0, conj_sum = 0.0, wn = 0.0, lo, hi, G, a
+    cdef double zi, c, loss_sum, conj_sum, wn, lo, hi, G, a
+    cdef KahanSum ls = ksum_new(), cs = ksum_new(), ws = ksum_new()
     for i in range(P.n):
         zi = _point_score(data, indices, indptr, P, _point(P, i))
         P.z[i] = zi
         c = _weight(P, i)
         if c == 1.0:
-            loss_sum += loss_value(&P.loss, zi, P.y[i])
-            conj_sum += loss_conj(&P.loss, P.alpha[i], P.y[i])
+            ksum_add(&ls, loss_value(&P.loss, zi, P.y[i]))
+            ksum_add(&cs, loss_conj(&P.loss, P.alpha[i], P.y[i]))
         else:
-            loss_sum += c * loss_value(&P.loss, zi, P.y[i])
-            conj_sum += c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i])
+            ksum_add(&ls, c * loss_value(&P.loss, zi, P.y[i]))
+            ksum_add(&cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
     for i in range(dw):
-        wn += P.w[i] * P.w[i]
+        ksum_add(&ws, P.w[i] * P.w[i])
+    loss_sum, conj_sum, wn = ksum_value(&ls), ksum_value(&cs), ksum_value(&ws)
     primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
     dual[0] = -conj_sum / P.n - 0.5 * P.lam * wn
     gap[0] = (loss_sum + conj_sum) / P.n + P.lam * wn
@@ -313,8 +315,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
-                  sdca_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``gap <= tol * P(0)`` or ``max_epochs``; returns ``res.status``."""
+                  epoch_hook hook, void* ctx) noexcept nogil:
+    """Solve to ``gap <= tol * P(0)`` (tol > 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
     cdef double primal, dual, gap, p0 = 0.0, target, estimate, predicted = NAN
     # work model (deterministic: the schedule must not depend on timing, since with
@@ -323,6 +325,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     schedule_init(&sched, opt.check_every,
                   <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n)
     cdef bint checked, certify, cold = True
+    cdef int stop
+    cdef double values[SDCA_HOOK_VALUES]
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
@@ -340,9 +344,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     P.pg_min_old = -INFINITY
     P.shrunk_gap = 0.0
     rng_seed(&P.rng, opt.seed)
-    target = opt.tol * p0
+    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
+    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
     res.p0 = p0
-    res.status = SDCA_MAX_EPOCHS
+    res.status = STATUS_MAX_EPOCHS
 
     if cold:
         _zero_start(P, &primal, &dual, &gap)
@@ -351,10 +356,14 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         _check(data, indices, indptr, P, &primal, &dual, &gap)
     epoch = 0
     if gap <= target:
-        res.status = SDCA_CONVERGED
-    if hook != NULL and hook(ctx, 0, primal, dual, gap, NAN, P.n_active) != 0:
-        res.status = SDCA_STOPPED
-    while res.status == SDCA_MAX_EPOCHS and epoch < opt.max_epochs:
+        res.status = STATUS_CONVERGED
+    if hook != NULL:
+        values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
+        values[4] = <double>P.n_active
+        stop = hook(ctx, 0, values)
+        if stop != 0 and res.status != STATUS_CONVERGED:
+            res.status = stop
+    while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         _epoch(data, indices, indptr, P, opt)
         estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
@@ -372,11 +381,16 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                 _resync(data, indices, indptr, P)
                 _check(data, indices, indptr, P, &primal, &dual, &gap)
             if certify and gap <= target:
-                res.status = SDCA_CONVERGED
-        if hook != NULL and hook(ctx, epoch, primal if checked else NAN, dual if checked else NAN,
-                                 gap if checked else NAN, estimate, P.n_active) != 0:
-            if res.status != SDCA_CONVERGED:
-                res.status = SDCA_STOPPED
+                res.status = STATUS_CONVERGED
+        if hook != NULL:
+            values[0] = primal if checked else NAN
+            values[1] = dual if checked else NAN
+            values[2] = gap if checked else NAN
+            values[3] = estimate
+            values[4] = <double>P.n_active
+            stop = hook(ctx, epoch, values)
+            if stop != 0 and res.status != STATUS_CONVERGED:
+                res.status = stop
     res.n_epochs = epoch
     res.primal = primal
     res.dual = dual
@@ -385,29 +399,24 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
 
 
 # ---------------------------------------------------------------------------------------
-# Python driver: history, verbose lines, callback and Ctrl-C through the hook
+# the engine's Python entry (train_sdca, the mixup family): history, verbose lines, callback
+# and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
 
 
-cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
-                      double gap_estimate, Py_ssize_t n_active) noexcept nogil:
-    with gil:
-        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, gap_estimate, n_active))
-
-
-def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-         Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
-         double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
-         Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
-         int verbose, callback, sqnorm=None, point=None, weight=None, mix=None,
-         int step_rule=STEP_EXACT, double step_gamma=0.0, int approx_tight=1,
-         int paper_gamma=0, grid=None):
-    """Run sdca_run on validated arrays (w and alpha are written in place).
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
+          double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
+          Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
+          mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
+          double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None):
+    """Run sdca_run on validated arrays (w and alpha are written in place), reporting
+    every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
     The optional arguments are the mixup generalisations (all arrays float64 / intp,
     C-contiguous): ``point`` (coordinate -> point), ``weight`` (per coordinate), ``mix``
     = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
     the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX.
-    Returns (status, n_epochs, primal, dual, gap, p0, history_rows).
+    Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -419,8 +428,9 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         raise ValueError(f"y has {n} entries for {n_points} points")
     if mix is not None and sqnorm is None:
         raise ValueError("mixed points need their squared norms (sqnorm)")
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate", "n_active"),
-                       coef=w)
+    if mon.n_values != SDCA_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; sdca_run reports "
+                         f"{SDCA_HOOK_VALUES}")
     cdef int sqnorm_given = sqnorm is not None
     sqnorm = np.empty(n_points) if sqnorm is None else np.array(sqnorm, dtype=np.float64)
     zbuf = np.empty(n)
@@ -449,7 +459,5 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     opt.sampling = sampling
     opt.seed = seed
     with nogil:
-        sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook, <void*>mon)
-    if mon.error is not None:
-        raise mon.error
-    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0, mon.rows)
+        sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

@@ -2,19 +2,19 @@
 import numpy as np
 
 from .._core import losses as _losses
-from .._validation import (check_csr, check_labels, check_regularization, check_positive,
-                           check_int, check_budget, check_seed, check_choice, warn_not_converged)
-from ..model import Model, make_history, warm_start_dual
+from .._driver import Result, Solver, fit, register
+from .._params import Boolean, Integral, Interval, Options, Real
+from ..model import warm_start_dual
 from . import _sdca
 
-_SAMPLING = {"permutation": 0, "uniform": 1}
-_STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
+SAMPLING = {"permutation": 0, "uniform": 1}        # _sdca.pxd SAMPLE_*
+LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared")
 
 
-def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
-               intercept_scaling=1.0, smoothing=None, tol=1e-6, max_epochs=5000,
-               check_every="auto", shrinking=True, sampling="permutation", seed=0, verbose=0, callback=None,
-               warm_start=None):
+def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
+               verbose=0, callback=None, warm_start=None, smoothing=None, fit_intercept=False,
+               intercept_scaling=1.0, check_every="auto", shrinking=True,
+               sampling="permutation"):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
     Solves, with ``n`` rows and ``w`` of length ``n_features``::
@@ -58,8 +58,11 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only).
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)``.
+        Stop when the duality gap is ``<= tol * P(0)`` (``stop_reason="converged"``: the gap
+        certifies ``P(w) - P* <= tol * P(0)``). ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
+        One epoch is one pass over the rows; ending here warns (ConvergenceWarning) with
+        the gap reached.
     check_every : "auto" or int >= 1
         When to compute the exact duality gap (one extra pass over X). ``1``: after every
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
@@ -79,59 +82,38 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, fit_intercept=False,
         1 prints one line per epoch: primal, dual, gap, active rows, seconds.
     callback : callable, optional
         ``callback(info)`` after every epoch with a dict (epoch, time, primal, dual, gap,
-        n_active, coef); return True to stop.
+        gap_estimate, n_active, coef); return True to stop (``stop_reason="callback"``).
+        An exception it raises reaches the caller after the solve has stopped.
     warm_start : Model or array (n,), optional
-        Dual variables to start from (e.g. ``previous_model.dual`` for a nearby ``lam``).
+        Dual variables to start from (e.g. a model trained at a nearby ``lam``).
 
     Returns
     -------
     Model
         ``coef``, ``intercept``, ``dual`` (``w = X^T dual / (lam n)``), ``history`` (one row
-        per epoch: epoch, time, primal, dual, gap, gap_estimate, n_active), ``converged``,
-        ``n_epochs``.
+        per epoch: epoch, time, primal, dual, gap, gap_estimate, n_active),
+        ``stop_reason``, ``n_epochs``; ``params["p0"]`` is P(0).
     """
-    Xc = check_csr(X)
-    n, d = Xc.shape
-    loss_name, param = _check_loss_param(loss, smoothing)
-    task = "regression" if loss_name == "squared" else "binary"
-    y_int, classes = check_labels(y, n, task)
-    lam = check_regularization(lam, C, n)
-    tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_budget(max_epochs, "max_epochs", 0)
-    check_code = 0 if check_every == "auto" else check_int(check_every, "check_every", 1)
-    sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]
-    seed = check_seed(seed)
-    bias = check_positive(intercept_scaling, "intercept_scaling") if fit_intercept else 0.0
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    alpha = _initial_dual(warm_start, y_int, loss_name, param, n)
-    w = np.zeros(d + (1 if fit_intercept else 0))
-
-    status, n_epochs, primal, dual, gap, p0, rows = _sdca._fit(
-        Xc.data, Xc.indices, Xc.indptr, d, y_int, loss_name, param, lam, bias, w, alpha,
-        tol, max_epochs, check_code, bool(shrinking), sampling_code, seed, int(verbose), callback,
-        Xc.sqnorm)
-
-    if status == 1:
-        warn_not_converged("train_sdca", n_epochs, gap, tol * p0)
-    params = dict(loss=loss_name, lam=lam, C=1.0 / (lam * n), loss_param=param,
-                  fit_intercept=bool(fit_intercept), intercept_scaling=bias or None, tol=tol,
-                  max_epochs=max_epochs, check_every=check_every, shrinking=bool(shrinking), sampling=sampling,
-                  seed=seed, status=_STATUS[status], p0=p0)
-    return Model(coef=w[:d], intercept=w[d] * bias if fit_intercept else 0.0, dual=alpha,
-                 history=make_history(rows, extra_fields=("gap_estimate", "n_active")),
-                 converged=status == 0, n_epochs=n_epochs, solver="sdca", params=params,
-                 classes=classes)
+    return fit(SDCA, locals())
 
 
-def _check_loss_param(loss, smoothing):
-    name, _ = _losses.check_loss(loss)
-    if smoothing is not None and name != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={name!r}")
-    return _losses.check_loss(name, smoothing)
+def _engine(p, o, mon):
+    bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
+    alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n)
+    w = np.zeros(p.d + (1 if o["fit_intercept"] else 0))
+    mon.set_coef(w)
+    check = 0 if o["check_every"] == "auto" else o["check_every"]
+    status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
+        p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
+        alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
+        mon, p.X.sqnorm)
+    return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
+                  dual=alpha, measure=gap, threshold=p.tol * p0, info=dict(p0=p0))
 
 
-def _initial_dual(warm_start, y, loss, param, n):
+def initial_dual(warm_start, y, loss, param, n):
+    """The dual variables to start from: zeros, or a warm start's (a Model or an array of
+    n), which must lie in the dual domain of the loss for these labels."""
     if warm_start is None:
         return np.zeros(n)
     alpha = warm_start_dual(warm_start, n)
@@ -139,3 +121,17 @@ def _initial_dual(warm_start, y, loss, param, n):
         raise ValueError("warm_start dual variables lie outside the dual domain of the loss "
                          "for these labels (was it trained with another loss or labels?)")
     return alpha
+
+
+SDCA = register(Solver(
+    name="sdca", family="sdca",
+    summary="exact dual coordinate ascent with liblinear's loop (shrinking, permutations)",
+    losses=LOSSES,
+    params=dict(fit_intercept=[Boolean()],
+                intercept_scaling=[Interval(Real, 0, None, closed="neither")],
+                check_every=[Options("auto"), Interval(Integral, 1, None)],
+                shrinking=[Boolean()],
+                sampling=[Options(*SAMPLING)]),
+    history=("gap_estimate", "n_active"),
+    certificate="duality gap P(w) - D(a) <= tol * P(0)",
+    engine=_engine, unevaluated_nan=True))

@@ -1,0 +1,243 @@
+"""The one solver driver: every ``train_*`` function is a description (:class:`Solver`)
+and a call to :func:`fit`.
+
+:func:`fit` validates what every solver shares (X, y for the solver's losses, lam or C,
+tol, max_epochs, seed, verbose, callback, warm_start) and the solver's own parameters
+against the description's declarative constraints; keeps X read-only while the engine
+runs (the compiled loops trust the arrays they validated); runs the engine with an
+:class:`~dualsolve._monitor.EpochMonitor`; maps the engine's status to
+``Model.stop_reason``, warnings and errors; and builds the :class:`~dualsolve.model.Model`.
+
+The same descriptions drive the command line (``dualsolve solvers``, ``train -s NAME``),
+the contract test and the table of ``docs/api.md``.
+"""
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ._core import losses as _losses
+from ._core import status as _status
+from ._monitor import EpochMonitor
+from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Real, validate)
+from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
+                          check_regularization, check_seed)
+from .model import Model, make_history
+
+#: losses of regression problems (real targets); the others classify two classes
+REGRESSION_LOSSES = ("squared",)
+
+#: the parameters every solver takes, and their constraints (defaults are per solver)
+COMMON = {
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "max_epochs": [Interval(Integral, 0, MAX_EPOCHS)],
+    "seed": [None, Interval(Integral, 0, None)],
+    "verbose": [Boolean(), Interval(Integral, 0, None)],
+    "callback": [CallableOrNone()],
+    "warm_start": [None, Anything("a Model or an array")],
+}
+
+
+@dataclass(frozen=True)
+class Solver:
+    """What the driver needs to know about one solver (its ``train_<name>`` function keeps
+    the signature, the defaults and the docstring)."""
+    name: str                   # train_<name>
+    family: str                 # the package folder of its engine
+    summary: str                # one line, for ``dualsolve solvers``
+    losses: tuple               # accepted losses
+    params: dict                # its own parameters -> constraints (COMMON ones excluded)
+    certificate: str            # what stop_reason == "converged" certifies, in words
+    engine: Callable            # engine(problem, options, monitor) -> Result
+    history: tuple = ()         # history columns after primal, dual, gap
+    diverge_hint: str = ""      # which parameter to change when it diverges
+    lam_zero: bool = False      # lam = 0 allowed
+    liblinear_c: bool = True    # takes C as liblinear's alias lam = 1/(C n)
+    label_task: Optional[Callable] = None   # (loss, args) -> "binary" | "regression" | "soft"
+    unevaluated_nan: bool = False   # a NaN primal in a history row means "not evaluated"
+    watch_growth: bool = False      # a primal far above its start is divergence (stochastic
+                                    # primal methods); non-finite always is
+    objective_scale: Optional[Callable] = None   # problem -> the objective's scale for that
+
+    @property
+    def function_name(self):
+        return "train_" + self.name
+
+    def task(self, loss, args):
+        if self.label_task is not None:
+            return self.label_task(loss, args)
+        return "regression" if loss in REGRESSION_LOSSES else "binary"
+
+
+@dataclass
+class Problem:
+    """The validated inputs an engine works on."""
+    X: object                   # dualsolve._validation.CSRInput (read-only during the run)
+    y: np.ndarray               # float64: -1/+1, soft labels in [-1, 1], or real targets
+    classes: Optional[np.ndarray]
+    loss: str
+    loss_param: float           # the loss table's parameter (smoothing width)
+    lam: float
+    tol: float
+    max_epochs: int
+    seed: int
+    verbose: int
+    callback: Optional[Callable]
+    warm_start: object          # None, a Model or an array: the engine reads what it needs
+    solver: Solver = None
+
+    @property
+    def n(self):
+        return self.X.shape[0]
+
+    @property
+    def d(self):
+        return self.X.shape[1]
+
+
+@dataclass
+class Result:
+    """What an engine returns. ``measure`` / ``threshold``: the value its stopping test
+    reached and the value it needed (for the max_epochs warning); ``info``: values to
+    record in ``Model.params`` (step sizes chosen, P(0), ...); ``extra``: arrays."""
+    status: int
+    n_epochs: int
+    coef: np.ndarray
+    intercept: float = 0.0
+    dual: Optional[np.ndarray] = None
+    measure: float = float("nan")
+    threshold: float = float("nan")
+    info: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    model_class: type = Model
+    model_kwargs: dict = field(default_factory=dict)
+
+
+_REGISTRY = {}
+
+
+def register(solver):
+    """Add a description to the registry (one per ``train_*``); returns it."""
+    if solver.name in _REGISTRY:
+        raise ValueError(f"solver {solver.name!r} is registered twice")
+    _REGISTRY[solver.name] = solver
+    return solver
+
+
+def solvers():
+    """Every registered solver description, by name."""
+    return dict(_REGISTRY)
+
+
+def fit(solver, args):
+    """Run ``solver`` on the arguments of its ``train_*`` call (``locals()``)."""
+    p, options = prepare(solver, args)
+    mon = EpochMonitor(("primal", "dual", "gap") + tuple(solver.history),
+                       callback=p.callback, verbose=p.verbose,
+                       unevaluated_nan=solver.unevaluated_nan, watch_growth=solver.watch_growth,
+                       scale=solver.objective_scale(p) if solver.objective_scale else None)
+    with _read_only(p.X):
+        try:
+            res = solver.engine(p, options, mon)
+        except MemoryError as exc:
+            raise _memory_error(solver, p, exc) from None
+    if res.status == _status.NO_MEMORY:
+        raise _memory_error(solver, p, None)
+    model = _build_model(solver, p, options, res, mon)
+    if mon.error is not None:
+        if isinstance(mon.error, KeyboardInterrupt):
+            mon.error.model = model        # the partial result, stop_reason "interrupted"
+        raise mon.error
+    _warn(solver, p, res, mon, model)
+    return model
+
+
+def prepare(solver, args):
+    """(Problem, validated solver options) from the arguments of a ``train_*`` call."""
+    name = solver.function_name
+    for key in solver.params:
+        if key not in args:
+            raise TypeError(f"{name}: its description lists {key!r} but its signature lacks it")
+    Xc = check_csr(args["X"])
+    n = Xc.shape[0]
+    loss, loss_param = _check_loss(solver, args)
+    y, classes = check_labels(args["y"], n, solver.task(loss, args))
+    C = args.get("C") if solver.liblinear_c else None
+    lam = check_regularization(args.get("lam"), C, n, allow_zero=solver.lam_zero)
+    common = {k: validate(k, args[k], COMMON[k]) for k in COMMON}
+    options = {k: validate(k, args[k], c) for k, c in solver.params.items()}
+    p = Problem(X=Xc, y=y, classes=classes, loss=loss, loss_param=loss_param, lam=lam,
+                tol=common["tol"], max_epochs=common["max_epochs"],
+                seed=check_seed(common["seed"]), verbose=int(common["verbose"]),
+                callback=common["callback"], warm_start=common["warm_start"], solver=solver)
+    return p, options
+
+
+def _check_loss(solver, args):
+    loss, smoothing = args.get("loss", solver.losses[0]), args.get("smoothing")
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {list(solver.losses)}; got "
+                        f"{type(loss).__name__}")
+    if loss not in solver.losses:
+        raise ValueError(f"unknown loss {loss!r} for {solver.function_name}: loss must be one "
+                         f"of {list(solver.losses)}")
+    if smoothing is not None and loss != "smooth_hinge":
+        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
+    return _losses.check_loss(loss, smoothing)
+
+
+class _read_only:
+    """Make the CSR arrays read-only while the engine runs: a callback that wrote into X
+    would otherwise change the rows under a loop that trusts their indices."""
+
+    def __init__(self, Xc):
+        self.arrays = [a for a in (Xc.data, Xc.indices, Xc.indptr) if a.flags.writeable]
+
+    def __enter__(self):
+        for a in self.arrays:
+            a.flags.writeable = False
+
+    def __exit__(self, *exc):
+        for a in self.arrays:
+            a.flags.writeable = True
+        return False
+
+
+def _memory_error(solver, p, exc):
+    n, d = p.X.shape
+    why = f": {exc}" if exc is not None and str(exc) else ""
+    return MemoryError(f"{solver.function_name} ran out of memory on X with {n} rows and {d} "
+                       f"features (a float64 vector of n_features takes {8 * d / 2**30:.2f} "
+                       f"GiB){why}")
+
+
+def _build_model(solver, p, options, res, mon):
+    params = dict(loss=p.loss, loss_param=p.loss_param, lam=p.lam, tol=p.tol,
+                  max_epochs=p.max_epochs, seed=p.seed)
+    if solver.liblinear_c and p.lam > 0:
+        params["C"] = 1.0 / (p.lam * p.n)
+    params.update({k: v for k, v in options.items() if not callable(v)})
+    params.update(res.info)
+    history = make_history(mon.rows, extra_fields=solver.history)
+    return res.model_class(coef=res.coef, intercept=res.intercept, dual=res.dual,
+                           history=history, stop_reason=_status.STOP_REASON[res.status],
+                           n_epochs=res.n_epochs, solver=solver.name, params=params,
+                           classes=p.classes, extra=res.extra, **res.model_kwargs)
+
+
+def _warn(solver, p, res, mon, model):
+    name = solver.function_name
+    if model.stop_reason == "max_epochs" and p.max_epochs > 0:
+        reached = ""
+        if np.isfinite(res.measure):
+            reached = f": {res.measure:.3e} > {res.threshold:.3e}"
+        warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
+                      f"({solver.certificate}{reached}); increase max_epochs or tol",
+                      ConvergenceWarning, stacklevel=3)
+    elif model.stop_reason == "diverged":
+        last = model.history["primal"][-1] if len(model.history) else float("nan")
+        epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs
+        warnings.warn(f"{name} diverged at epoch {epoch} (objective {last:.3e}); "
+                      f"{solver.diverge_hint or 'the iterate is not a solution'}",
+                      ConvergenceWarning, stacklevel=3)

@@ -1,0 +1,248 @@
+"""The solver contract, generated over every ``train_*`` in ``dualsolve.__all__``: a new
+solver is covered without a test of its own. What each solver promises is read from its
+description in the driver's registry (``dualsolve._driver.solvers()``): its losses, and so
+whether it classifies or regresses.
+
+Per solver: bad input gets a ValueError/TypeError naming the argument (never a crash);
+degenerate but valid input (an all-zero row or column, float32 data with int64 indices,
+non-canonical CSR) gives the answer of the clean input; the same seed gives bitwise the
+same coef; a callback can stop the run or raise into the caller; a real SIGINT stops it
+within a second; a warm start from a converged model stops within 2 epochs.
+"""
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dualsolve as ds
+from dualsolve._driver import solvers
+
+TRAINERS = sorted(n for n in ds.__all__ if n.startswith("train_"))
+REGISTRY = {s.function_name: s for s in solvers().values()}
+
+
+def test_every_trainer_is_described_and_covered():
+    """The contract covers as many solvers as __all__ has train_* names, each described."""
+    assert len(TRAINERS) == 22
+    assert sorted(REGISTRY) == TRAINERS
+
+
+def problem(name, n=120, d=12, seed=0):
+    """A small dense-ish problem the solver's first loss accepts: labels in {-1, +1} or
+    real targets."""
+    s = REGISTRY[name]
+    loss = s.losses[0]
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
+    w = rng.standard_normal(d)
+    score = X @ w + 0.5 * rng.standard_normal(n)
+    regression = s.task(loss, {}) == "regression"
+    y = score if regression else np.where(score > 0, 1.0, -1.0)
+    return sp.csr_matrix(X), y, loss
+
+
+def train(name, X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(ds, name)(X, y, **kw)
+
+
+def solution(m):
+    return m.coef if m.coef.size else m.dual
+
+
+# ---------------------------------------------------------------------------------------
+# bad input: a clear error naming the argument
+
+
+BAD = {
+    "nan in X": (lambda X, y: (_with(X, 0, 0, np.nan), y), ValueError, "X contains NaN"),
+    "inf in X": (lambda X, y: (_with(X, 1, 2, np.inf), y), ValueError, "X contains NaN"),
+    "nan in y": (lambda X, y: (X, _set(y, 3, np.nan)), ValueError, "y contains NaN"),
+    "inf in y": (lambda X, y: (X, _set(y, 3, np.inf)), ValueError, "y contains NaN"),
+    "short y": (lambda X, y: (X, y[:-1]), ValueError, "y has 119 labels but X has 120 rows"),
+    "no rows": (lambda X, y: (X[:0], y[:0]), ValueError, "X has no rows"),
+}
+
+
+def _with(X, i, j, v):
+    A = X.toarray()
+    A[i, j] = v
+    return sp.csr_matrix(A)
+
+
+def _set(y, i, v):
+    y = y.copy()
+    y[i] = v
+    return y
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.parametrize("name", TRAINERS)
+def test_bad_data(name, case):
+    X, y, loss = problem(name)
+    make, exc, fragment = BAD[case]
+    Xb, yb = make(X, y)
+    with pytest.raises(exc, match=fragment):
+        train(name, Xb, yb, loss=loss)
+
+
+BAD_PARAMS = {
+    "lam": (-1.0, ValueError), "tol": (-1e-3, ValueError), "max_epochs": (-1, ValueError),
+    "seed": ("7", TypeError), "callback": (5, TypeError),
+}
+
+
+@pytest.mark.parametrize("param", sorted(BAD_PARAMS))
+@pytest.mark.parametrize("name", TRAINERS)
+def test_bad_common_parameter(name, param):
+    X, y, loss = problem(name)
+    value, exc = BAD_PARAMS[param]
+    with pytest.raises(exc, match=f"^{param} must be"):
+        train(name, X, y, loss=loss, **{param: value})
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_one_class_is_an_error_for_a_classifier(name):
+    X, y, loss = problem(name)
+    if REGISTRY[name].task(loss, {}) == "regression":
+        pytest.skip("a regression solver: any real targets are fine")
+    with pytest.raises(ValueError, match="y has a single class"):
+        train(name, X, np.ones_like(y), loss=loss)
+
+
+# ---------------------------------------------------------------------------------------
+# degenerate but valid input: the answer of the clean input
+
+
+def _close(a, b, name):
+    scale = max(np.abs(b).max(), 1e-12)
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * scale, err_msg=name)
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_all_zero_row_and_column(name):
+    """An all-zero row and an all-zero column are valid input: a finite model, and zero
+    weight on the empty column (no loss term reaches it, and every solver's iterate stays
+    where its gradients and the L2 term put it)."""
+    X, y, loss = problem(name)
+    A = X.toarray()
+    A[:, 5] = 0.0
+    A[7, :] = 0.0
+    m = train(name, sp.csr_matrix(A), y, loss=loss, max_epochs=50)
+    values = solution(m)
+    assert np.isfinite(values).all(), name
+    if m.coef.size:
+        assert m.coef[5] == 0.0, name
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_float32_int64_and_noncanonical_csr(name):
+    X, y, loss = problem(name)
+    ref = train(name, X, y, loss=loss, max_epochs=5, tol=0.0, seed=3)
+    X32 = sp.csr_matrix(X, dtype=np.float32)
+    X32.indices = X32.indices.astype(np.int64)
+    X32.indptr = X32.indptr.astype(np.int64)
+    m32 = train(name, X32, y, loss=loss, max_epochs=5, tol=0.0, seed=3)
+    values32 = solution(m32)
+    assert np.isfinite(values32).all(), name
+    # unsorted columns within the rows: the same matrix, the same iterates (to rounding)
+    perm = X.copy()
+    for i in range(perm.shape[0]):
+        s, e = perm.indptr[i], perm.indptr[i + 1]
+        perm.indices[s:e] = perm.indices[s:e][::-1]
+        perm.data[s:e] = perm.data[s:e][::-1]
+    perm.has_sorted_indices = False
+    mp = train(name, perm, y, loss=loss, max_epochs=5, tol=0.0, seed=3)
+    _close(solution(mp), solution(ref), name)
+
+
+# ---------------------------------------------------------------------------------------
+# the run itself
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_same_seed_same_coef(name):
+    X, y, loss = problem(name)
+    a = train(name, X, y, loss=loss, max_epochs=4, tol=0.0, seed=11)
+    b = train(name, X, y, loss=loss, max_epochs=4, tol=0.0, seed=11)
+    assert solution(a).tobytes() == solution(b).tobytes(), name
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_callback_stops_the_run(name):
+    X, y, loss = problem(name)
+    epochs = []
+
+    def cb(info):
+        epochs.append(info["epoch"])
+        return info["epoch"] >= 2
+
+    m = train(name, X, y, loss=loss, max_epochs=50, tol=0.0, callback=cb)
+    assert epochs == [0, 1, 2], name
+    assert m.stop_reason == "callback" and not m.converged and m.n_epochs == 2, name
+    assert len(m.history) == 3 and list(m.history["epoch"]) == [0, 1, 2], name
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_a_callback_exception_reaches_the_caller(name):
+    X, y, loss = problem(name)
+
+    class Stop(Exception):
+        pass
+
+    def cb(info):
+        if info["epoch"] == 1:
+            raise Stop("from the callback")
+
+    with pytest.raises(Stop, match="from the callback"):
+        train(name, X, y, loss=loss, max_epochs=50, tol=0.0, callback=cb)
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_stop_reason_and_converged_agree(name):
+    X, y, loss = problem(name)
+    m = train(name, X, y, loss=loss, max_epochs=3, tol=0.0)
+    assert m.stop_reason == "max_epochs" and m.converged is False and m.n_epochs == 3, name
+    with pytest.warns(ds.ConvergenceWarning, match=f"train_{name[6:]} stopped at max_epochs=3"):
+        getattr(ds, name)(X, y, loss=loss, max_epochs=3, tol=0.0)
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_warm_start_from_a_converged_model_stops_within_two_epochs(name):
+    X, y, loss = problem(name)
+    first = train(name, X, y, loss=loss, tol=1e-3, max_epochs=100000)
+    assert first.stop_reason == "converged", (name, first.stop_reason, first.history[-1])
+    again = train(name, X, y, loss=loss, tol=1e-3, max_epochs=100000, warm_start=first)
+    assert again.stop_reason == "converged" and again.n_epochs <= 2, (name, again.n_epochs)
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_sigint_stops_within_a_second(name):
+    """A real SIGINT while the compiled loop runs: KeyboardInterrupt within 1 s, carrying
+    the partial model (stop_reason "interrupted")."""
+    X, y, loss = problem(name, n=4000, d=200)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt) as info:
+            train(name, X, y, loss=loss, tol=0.0, max_epochs=2**31 - 1)
+        waited = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert waited < 1.0, (name, waited)
+    model = getattr(info.value, "model", None)
+    assert model is not None and model.stop_reason == "interrupted", name
