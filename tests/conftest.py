@@ -139,6 +139,12 @@ def _helper_module(name):
 
 
 @pytest.fixture(scope="session")
+def embed_helper():
+    """The module tests/helpers/embed.py: build_extension(tmp_path_factory, name, pyx)."""
+    return _helper_module("embed")
+
+
+@pytest.fixture(scope="session")
 def mixup_ref():
     """The module tests/helpers/mixup_reference.py: slow MixupSDCA twin, L-BFGS / QP /
     scikit-learn references and small real-data problems."""

@@ -1,26 +1,21 @@
 """A user extension that cimports the SDCA loop through dualsolve.get_include() reproduces
-train_sdca exactly (same seed, same iterates)."""
-import importlib.util
-import shutil
-import subprocess
-import sys
-import textwrap
-
+train_sdca exactly (same seed, same iterates), and gets the package's one status codes.
+The other families' embed tests are tests/test_embed_<family>.py, built the same way
+(tests/helpers/embed.py)."""
 import numpy as np
 import pytest
 
 import dualsolve as ds
 
-pytest.importorskip("Cython")
-pytest.importorskip("setuptools")
-
-PYX = textwrap.dedent('''
+PYX = '''
     # cython: language_level=3, boundscheck=False, wraparound=False
     import numpy as np
     from libc.stdint cimport int32_t
     from dualsolve._core.losses cimport Loss, LOSS_LOGISTIC
     from dualsolve.sdca._sdca cimport (SdcaProblem, SdcaOptions, SdcaResult, sdca_run,
                                        sdca_default_options, sdca_problem_init)
+    from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_CALLBACK,
+                                         STATUS_INTERRUPTED, STATUS_DIVERGED, STATUS_NO_MEMORY)
 
     def solve(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
               double[::1] y, double lam, double tol, Py_ssize_t max_epochs, unsigned long long seed):
@@ -42,41 +37,25 @@ PYX = textwrap.dedent('''
         with nogil:
             sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, NULL, NULL)
         return w, alpha, res.status, res.n_epochs, res.gap
-''')
 
-SETUP = textwrap.dedent('''
-    import numpy
-    from setuptools import setup, Extension
-    from Cython.Build import cythonize
-    inc = [INCLUDE, numpy.get_include()]
-    setup(ext_modules=cythonize([Extension("embed_sdca", ["embed_sdca.pyx"], include_dirs=inc)],
-                                include_path=[INCLUDE], quiet=True))
-''')
+    def status_codes():
+        return (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_CALLBACK, STATUS_INTERRUPTED,
+                STATUS_DIVERGED, STATUS_NO_MEMORY)
+'''
 
 
 @pytest.fixture(scope="module")
-def embed_module(tmp_path_factory):
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("embed")
-    (d / "embed_sdca.pyx").write_text(PYX)
-    # the include directory is what a user gets from dualsolve.get_include()
-    (d / "setup.py").write_text(SETUP.replace("INCLUDE", repr(ds.get_include())))
-    r = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=d,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    so = next(p for p in d.iterdir() if p.name.startswith("embed_sdca") and p.suffix in (".so", ".pyd"))
-    spec = importlib.util.spec_from_file_location("embed_sdca", so)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def embed_module(tmp_path_factory, request):
+    embed = request.getfixturevalue("embed_helper")
+    return embed.build_extension(tmp_path_factory, "embed_sdca", PYX)
 
 
 def test_installed_pxd_files_are_found():
     import os
     inc = ds.get_include()
     for rel in ["dualsolve/_core/csr.pxd", "dualsolve/_core/losses.pxd", "dualsolve/_core/rng.pxd",
-                "dualsolve/sdca/_sdca.pxd"]:
+                "dualsolve/_core/status.pxd", "dualsolve/_core/hooks.pxd",
+                "dualsolve/_core/ksum.pxd", "dualsolve/sdca/_sdca.pxd"]:
         assert os.path.exists(os.path.join(inc, rel)), rel
 
 
@@ -91,3 +70,9 @@ def test_cimported_loop_gives_the_same_w(embed_module, a9a):
     np.testing.assert_array_equal(w, m.coef)
     np.testing.assert_array_equal(alpha, m.dual)
     assert gap == m.history["gap"][-1]
+
+
+def test_status_codes_are_the_packages(embed_module):
+    from dualsolve._core import status
+    assert embed_module.status_codes() == (status.CONVERGED, status.MAX_EPOCHS, status.CALLBACK,
+                                           status.INTERRUPTED, status.DIVERGED, status.NO_MEMORY)
