@@ -76,7 +76,7 @@ def draw(X, y, seed):
 def fit_score(Xtr, ytr, Xte, loss, c, gm, n_mix, seed):
     n = Xtr.shape[0] + n_mix
     m = dualsolve.train_mixup_sdca(sp.csr_matrix(Xtr), ytr, loss=loss, lam=c / n,
-                                   kernel="rbf", gamma=gm / Xtr.shape[1], n_mix=n_mix,
+                                   kernel="rbf", kernel_gamma=gm / Xtr.shape[1], n_mix=n_mix,
                                    mixup_alpha=1.0, method="exact", tol=1e-6,
                                    max_epochs=5000, seed=seed)
     return m.decision_function(sp.csr_matrix(Xte)), m.converged

@@ -130,7 +130,7 @@ def run_dataset(name, args, common):
     n_o, d = X.shape
     n = n_o + N_MIX
     g = 1.0 / d
-    kw = dict(common, kernel="rbf", gamma=g, n_mix=N_MIX, mixup_alpha=1.0, seed=SEED)
+    kw = dict(common, kernel="rbf", kernel_gamma=g, n_mix=N_MIX, mixup_alpha=1.0, seed=SEED)
     print(f"\n=== {name}: {n_o} x {d} (+{N_MIX} mixup = {n}), rbf gamma = 1/{d}, "
           f"{(y > 0).sum()} positives", flush=True)
     res = dict(n_orig=n_o, n_features=d, n=n, rbf_gamma=g, lams={})
@@ -146,10 +146,10 @@ def run_dataset(name, args, common):
         r_star = float(h["primal"][fin][-1])
         entry = dict(lam=lam, reference=dict(
             primal=r_star, dual=float(h["dual"][fin][-1]), gap=float(h["gap"][fin][-1]),
-            epochs=int(ref.n_epochs), status=ref.params["status"],
+            epochs=int(ref.n_epochs), status=ref.stop_reason,
             wall=time.perf_counter() - t0))
         print(f"-- lam = {key}: R* = {r_star:.12f}, certified gap {entry['reference']['gap']:.1e} "
-              f"({ref.n_epochs} epochs, {ref.params['status']}, "
+              f"({ref.n_epochs} epochs, {ref.stop_reason}, "
               f"{entry['reference']['wall']:.0f} s)", flush=True)
         del ref
         methods = {k: [] for k in SDCA_METHODS}
@@ -180,7 +180,7 @@ def run_dataset(name, args, common):
                   + ("  !! primal below R*" if below else ""), flush=True)
         sgd = {}
         for lr in SGD_LRS:
-            m = dualsolve.train_kernel_sgd(X, y, lr=lr, loss="logistic", lam=lam,
+            m = dualsolve.train_kernel_sgd(X, y, step=lr, loss="logistic", lam=lam,
                                            max_epochs=args.sgd_epochs,
                                            callback=_target_stop(r_star), **kw)
             s = _summary(m.history, r_star)

@@ -59,6 +59,8 @@ class Solver:
     watch_growth: bool = False      # a primal far above its start is divergence (stochastic
                                     # primal methods); non-finite always is
     objective_scale: Optional[Callable] = None   # problem -> the objective's scale for that
+    samples: Optional[Callable] = None      # (n rows, options) -> the n of lam's 1/n and of
+                                            # C's lam = 1/(C n) (mixup counts mixed points)
 
     @property
     def function_name(self):
@@ -162,11 +164,15 @@ def prepare(solver, args):
     Xc = check_csr(args["X"])
     n = Xc.shape[0]
     loss, loss_param = _check_loss(solver, args)
-    y, classes = check_labels(args["y"], n, solver.task(loss, args))
-    C = args.get("C") if solver.liblinear_c else None
-    lam = check_regularization(args.get("lam"), C, n, allow_zero=solver.lam_zero)
+    task = solver.task(loss, args)
+    y, classes = check_labels(args["y"], n, task)
+    if task == "soft":                      # soft labels in [-1, 1]: the two classes are its ends
+        classes = np.array([-1.0, 1.0])
     common = {k: validate(k, args[k], COMMON[k]) for k in COMMON}
     options = {k: validate(k, args[k], c) for k, c in solver.params.items()}
+    C = args.get("C") if solver.liblinear_c else None
+    n_lam = solver.samples(n, options) if solver.samples else n
+    lam = check_regularization(args.get("lam"), C, n_lam, allow_zero=solver.lam_zero)
     p = Problem(X=Xc, y=y, classes=classes, loss=loss, loss_param=loss_param, lam=lam,
                 tol=common["tol"], max_epochs=common["max_epochs"],
                 seed=check_seed(common["seed"]), verbose=int(common["verbose"]),
@@ -216,7 +222,7 @@ def _build_model(solver, p, options, res, mon):
     params = dict(loss=p.loss, loss_param=p.loss_param, lam=p.lam, tol=p.tol,
                   max_epochs=p.max_epochs, seed=p.seed)
     if solver.liblinear_c and p.lam > 0:
-        params["C"] = 1.0 / (p.lam * p.n)
+        params["C"] = 1.0 / (p.lam * (solver.samples(p.n, options) if solver.samples else p.n))
     params.update({k: v for k, v in options.items() if not callable(v)})
     params.update(res.info)
     history = make_history(mon.rows, extra_fields=solver.history)

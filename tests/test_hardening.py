@@ -55,11 +55,10 @@ def test_a_broken_indptr_is_a_clear_error_in_every_solver(case):
         {BAD_INDPTR[case]}
         Xb = X.copy()
         Xb.indptr = ip                 # past scipy's constructor checks, as a user could
-        extra = dict(train_kernel_sgd=dict(lr=0.1))
         spectral = {{"train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd"}}
         names = [n for n in ds.__all__ if n.startswith("train_")]
         for name in names:
-            kw = dict(extra.get(name, {{}}))
+            kw = {{}}
             if name in spectral:
                 kw["spectrum"] = ds.spectrum("superquantile", X.shape[0], 0.5)
             try:
@@ -110,7 +109,7 @@ def test_mixup_reads_two_values_as_two_classes(heart, labels):
     pred = m.predict(X)
     assert set(np.unique(pred).tolist()) <= set(np.array(labels).tolist())
     assert np.mean(pred == y2) == np.mean(ref.predict(X) == y) > 0.8
-    k = ds.train_kernel_sgd(X, y2, lr=0.1, max_epochs=2)
+    k = ds.train_kernel_sgd(X, y2, max_epochs=2)
     np.testing.assert_array_equal(k.classes, np.array(labels))
 
 
@@ -171,7 +170,7 @@ SPECTRAL = {"train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd"
 
 
 def trainer_kwargs(name, n):
-    kw = dict(lr=0.1) if name == "train_kernel_sgd" else {}
+    kw = {}
     if name in SPECTRAL:
         kw["spectrum"] = ds.spectrum("superquantile", n, 0.5)
     return kw

@@ -279,11 +279,11 @@ def test_solver_converges_to_the_lbfgs_optimum(mixup_ref, kp, loss, variant):
 def test_rbf_and_poly_kernels_equal_their_precomputed_matrices(mixup_ref, kp, variant):
     R = mixup_ref
     common = dict(loss="logistic", lam=kp.lam, seed=4, **VARIANTS[variant])
-    a = duals_per_epoch(kp.X, kp.y, 2, kernel="rbf", gamma=kp.g, **common)
+    a = duals_per_epoch(kp.X, kp.y, 2, kernel="rbf", kernel_gamma=kp.g, **common)
     b = duals_per_epoch(kp.K, kp.y, 2, kernel="precomputed", **common)
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-11)
     Kp = R.poly_kernel(kp.X, gamma=0.3, coef0=1.0, degree=2)
-    a = duals_per_epoch(kp.X, kp.y, 2, kernel="poly", gamma=0.3, coef0=1.0, degree=2, **common)
+    a = duals_per_epoch(kp.X, kp.y, 2, kernel="poly", kernel_gamma=0.3, coef0=1.0, degree=2, **common)
     b = duals_per_epoch(Kp, kp.y, 2, kernel="precomputed", **common)
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
 
@@ -599,9 +599,9 @@ def test_n_mix_augments_with_mixup_augment(mixup_ref, kp, kernel):
     seed=seed) materialised; the model predicts with the augmented points."""
     from dualsolve.mixup.augment import mixup_augment
     Xa, ya, plan = mixup_augment(kp.Xo, kp.yo, 100, mixup_alpha=1.0, seed=17)
-    common = dict(kernel=kernel, gamma=kp.g, lam=kp.lam, seed=17)
+    common = dict(kernel=kernel, kernel_gamma=kp.g, lam=kp.lam, seed=17)
     if kernel == "linear":
-        common.pop("gamma")
+        common.pop("kernel_gamma")
     a = fit(kp.Xo, kp.yo, n_mix=100, mixup_alpha=1.0, tol=0.0, max_epochs=3, **common)
     b = fit(Xa, ya, n_mix=0, tol=0.0, max_epochs=3, **common)
     np.testing.assert_allclose(a.dual, b.dual, rtol=0, atol=1e-11)
@@ -726,7 +726,7 @@ def test_a_single_soft_labelled_example(mixup_ref, kernel, variant):
     # f = beta k(x, .): R = lam/2 beta^2 k + phi(beta k; y), minimised over s = beta k
     obj = lambda s: 0.5 * lam * s * s / k + R.phi("logistic", s, 0.3)
     best = minimize_scalar(obj, bounds=(-50, 50), method="bounded", options=dict(xatol=1e-12))
-    kw = dict(gamma=1.0) if kernel == "rbf" else {}
+    kw = dict(kernel_gamma=1.0) if kernel == "rbf" else {}
     m = fit(sp.csr_matrix(x), y, kernel=kernel, lam=lam, tol=1e-12, max_epochs=1000, **kw,
             **VARIANTS[variant])
     assert m.converged and m.dual.shape == (1,)
@@ -744,7 +744,7 @@ def test_duplicated_rows_and_degenerate_mixes(mixup_ref, kp):
     lam = 1.0 / len(y)
     R_star, _ = R.lbfgs_kernel(K, y, lam, "logistic")
     for variant in ["naive", "approx-tight", "decomp", "exact"]:
-        m = fit(X, y, kernel="rbf", gamma=kp.g, lam=lam, tol=1e-12, max_epochs=500,
+        m = fit(X, y, kernel="rbf", kernel_gamma=kp.g, lam=lam, tol=1e-12, max_epochs=500,
                 **VARIANTS[variant])
         assert m.converged
         assert m.history["primal"][-1] == pytest.approx(R_star, rel=1e-9)
@@ -773,7 +773,7 @@ def test_huge_scores_do_not_overflow(lp, variant):
 @pytest.mark.parametrize("kernel", ["rbf", "poly", "precomputed"])
 def test_kernel_model_predicts_and_round_trips(mixup_ref, kp, kernel, tmp_path):
     R = mixup_ref
-    kw = dict(rbf=dict(gamma=kp.g), poly=dict(gamma=0.3, coef0=1.0, degree=2), precomputed={})[kernel]
+    kw = dict(rbf=dict(kernel_gamma=kp.g), poly=dict(kernel_gamma=0.3, coef0=1.0, degree=2), precomputed={})[kernel]
     Kfun = {"rbf": lambda A, B: R.rbf_kernel(A, B, kp.g),
             "poly": lambda A, B: R.poly_kernel(A, B, gamma=0.3, coef0=1.0, degree=2)}
     if kernel == "precomputed":
@@ -794,7 +794,7 @@ def test_kernel_model_predicts_and_round_trips(mixup_ref, kp, kernel, tmp_path):
 
 
 def test_binary_kernel_model_predicts_labels(kp):
-    m = fit(kp.Xo, kp.yo, kernel="rbf", gamma=kp.g, lam=1.0 / 60, tol=1e-8, max_epochs=200)
+    m = fit(kp.Xo, kp.yo, kernel="rbf", kernel_gamma=kp.g, lam=1.0 / 60, tol=1e-8, max_epochs=200)
     s = m.decision_function(kp.Xnew)
     np.testing.assert_array_equal(m.predict(kp.Xnew), np.where(s > 0, 1.0, -1.0))
     # the training points are classified mostly right (a sanity check on the sign convention)
@@ -808,8 +808,8 @@ def test_binary_kernel_model_predicts_labels(kp):
 def test_kernel_sgd_decreases_the_objective(mixup_ref, kp):
     R_star, _ = kp.ref("logistic")
     E = 30
-    m = ds.train_kernel_sgd(kp.X, kp.y, soft_labels=True, lr=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
-                            gamma=kp.g, n_mix=0, max_epochs=E, seed=0)
+    m = ds.train_kernel_sgd(kp.X, kp.y, soft_labels=True, step=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
+                            kernel_gamma=kp.g, n_mix=0, max_epochs=E, seed=0)
     h = m.history
     rows = h[h["epoch"] >= 1]
     assert list(rows["epoch"]) == list(range(1, E + 1))
@@ -824,7 +824,7 @@ def test_kernel_sgd_decreases_the_objective(mixup_ref, kp):
 
 
 def test_kernel_sgd_with_mixup_runs_on_the_augmented_set(kp):
-    m = ds.train_kernel_sgd(kp.Xo, kp.yo, lr=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
-                            gamma=kp.g, n_mix=100, max_epochs=3, seed=0)
+    m = ds.train_kernel_sgd(kp.Xo, kp.yo, step=0.1, loss="logistic", lam=kp.lam, kernel="rbf",
+                            kernel_gamma=kp.g, n_mix=100, max_epochs=3, seed=0)
     assert m.dual.shape == (160,)
     assert np.isfinite(m.history["primal"]).all()

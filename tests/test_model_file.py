@@ -19,7 +19,7 @@ SPECTRAL = ("train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd"
 # small budgets: the point is the file, not the fit
 BUDGET = dict(
     train_sdca=dict(fit_intercept=True, max_epochs=5), train_mixup_sdca=dict(n_mix=20, max_epochs=5),
-    train_kernel_sgd=dict(lr=0.1, n_mix=10, max_epochs=2), train_bpd=dict(max_iter=5),
+    train_kernel_sgd=dict(n_mix=10, max_epochs=2), train_bpd=dict(max_iter=5),
     train_ada_bpd=dict(max_iter=5), train_df_bpd=dict(max_iter=5),
     train_spdc=dict(max_epochs=2), train_ada_spdc=dict(max_epochs=2),
     train_df_spdc=dict(max_epochs=2), train_adf_spdc=dict(max_epochs=2),
@@ -35,7 +35,7 @@ VARIANTS = dict(
     mixup_rbf=("train_mixup_sdca", dict(kernel="rbf", n_mix=30, max_epochs=3)),
     mixup_poly=("train_mixup_sdca", dict(kernel="poly", max_epochs=3)),
     mixup_precomputed=("train_mixup_sdca", dict(kernel="precomputed", max_epochs=3)),
-    kernel_sgd_plain=("train_kernel_sgd", dict(lr=0.1, max_epochs=2)),
+    kernel_sgd_plain=("train_kernel_sgd", dict(max_epochs=2)),
     sdca_strings=("train_sdca", dict(max_epochs=3, strings=True)),
     auc_surrogate_optimum=("auc_surrogate_optimum", {}))
 

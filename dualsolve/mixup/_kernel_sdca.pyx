@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Kernel SDCA for (mixup) ERM in an RKHS (spec seed0 sections 3.1-3.5, 4.1).
+"""Kernel SDCA for (mixup) ERM in an RKHS (MixupSDCA, Obi et al. 2025; docs/mixup.md).
 
 The iterate is kept as scores: ``z = K beta / (lam n)`` over the n_points training points,
 where ``beta_p`` sums the dual variables of the coordinates that live on point p (one per
@@ -9,11 +9,12 @@ point, or two for the decomposed dual). A step on coordinate j costs one kernel 
 ``beta`` rebuilt from alpha, so the gap is exact, and follow the same schedule
 (``dualsolve.sdca.schedule``).
 """
-from libc.math cimport NAN
+from libc.math cimport INFINITY, NAN
 
 import numpy as np
 
-from dualsolve._monitor import EpochMonitor
+from dualsolve._core import status as _status
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 
 from dualsolve._core.kernels cimport ColumnSource
 from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
@@ -50,7 +51,8 @@ cdef void _kernel_check(ColumnSource K, KernelProblem* P, double* primal, double
                         double* gap) noexcept nogil:
     """Exact primal, dual, gap: beta from alpha, z = K beta / (lam n) from scratch."""
     cdef Py_ssize_t j, p
-    cdef double scale = 1.0 / (P.lam * P.n), c, fnorm = 0.0, loss_sum = 0.0, conj_sum = 0.0
+    cdef double scale = 1.0 / (P.lam * P.n), c, fnorm, loss_sum, conj_sum
+    cdef KahanSum fs = ksum_new(), ls = ksum_new(), cs = ksum_new()
     for p in range(P.n_points):
         P.beta[p] = 0.0
     for j in range(P.n):
@@ -58,13 +60,14 @@ cdef void _kernel_check(ColumnSource K, KernelProblem* P, double* primal, double
     K.matvec(P.beta, P.z)
     for p in range(P.n_points):
         P.z[p] *= scale
-        fnorm += P.beta[p] * P.z[p]
-    fnorm *= scale                    # ||f||^2 = beta^T K beta / (lam n)^2
+        ksum_add(&fs, P.beta[p] * P.z[p])
+    fnorm = ksum_value(&fs) * scale   # ||f||^2 = beta^T K beta / (lam n)^2
     for j in range(P.n):
         p = P.point[j] if P.point != NULL else j
         c = P.weight[j] if P.weight != NULL else 1.0
-        loss_sum += c * loss_value(&P.loss, P.z[p], P.y[j])
-        conj_sum += c * loss_conj(&P.loss, P.alpha[j] / c, P.y[j])
+        ksum_add(&ls, c * loss_value(&P.loss, P.z[p], P.y[j]))
+        ksum_add(&cs, c * loss_conj(&P.loss, P.alpha[j] / c, P.y[j]))
+    loss_sum, conj_sum = ksum_value(&ls), ksum_value(&cs)
     primal[0] = loss_sum / P.n + 0.5 * P.lam * fnorm
     dual[0] = -conj_sum / P.n - 0.5 * P.lam * fnorm
     gap[0] = (loss_sum + conj_sum) / P.n + P.lam * fnorm
@@ -101,15 +104,17 @@ cdef void _kernel_epoch(ColumnSource K, KernelProblem* P, bint permute, bint est
 
 def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, double lam,
                 double[::1] alpha, double tol, Py_ssize_t max_epochs, Py_ssize_t check_every,
-                int sampling, unsigned long long seed, int verbose, callback, point=None,
-                weight=None, int step_rule=0, double step_gamma=0.0, int approx_tight=1,
-                int paper_gamma=0, grid=None):
-    """Run kernel SDCA (alpha is written in place; it may hold a warm start).
+                int sampling, unsigned long long seed, mon, point=None, weight=None,
+                int step_rule=0, double step_gamma=0.0, int approx_tight=1, int paper_gamma=0,
+                grid=None):
+    """Run kernel SDCA (alpha is written in place; it may hold a warm start), reporting every
+    epoch to ``mon`` (an EpochMonitor of 5 values: primal, dual, gap, gap_estimate,
+    n_active; every coordinate stays active here).
 
     ``sampling``: 0 a permutation per epoch, 1 uniform with replacement. The optional
-    arguments are those of ``dualsolve.sdca._sdca._fit``. Returns (status, n_epochs,
-    primal, dual, gap, p0, history_rows, beta) with status 0 converged, 1 max_epochs,
-    2 stopped.
+    arguments are those of ``dualsolve.sdca._sdca.solve``. Returns (status, n_epochs,
+    primal, dual, gap, p0, beta) with a ``dualsolve._core.status`` code; tol = 0 runs the
+    whole budget.
     """
     cdef KernelProblem P
     cdef Py_ssize_t n = y.shape[0], m = K.n, j, epoch = 0
@@ -137,113 +142,162 @@ def kernel_sdca(ColumnSource K, const double[::1] y, str loss, double param, dou
     rng_seed(&P.rng, seed)
 
     cdef double p0 = 0.0, primal, dual, gap, estimate, predicted, target
-    cdef int status = 1, stop = 0
+    cdef int status = _status.MAX_EPOCHS, stop = 0
     cdef bint checked
     cdef CheckSchedule sched
     for j in range(n):
         p0 += (P.weight[j] if P.weight != NULL else 1.0) * loss_value(&P.loss, 0.0, P.y[j])
     p0 /= n
-    target = tol * p0
+    target = tol * p0 if tol > 0.0 else -INFINITY
     # work model: a step costs a column update (m), a check one K-vector product (m^2)
     schedule_init(&sched, check_every, <double>m * m)
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate"))
-    with nogil:
-        _kernel_check(K, &P, &primal, &dual, &gap)
-    if gap <= target:
-        status = 0
-    if mon.report(0, primal, dual, gap, NAN):
-        status = 2
-    while status == 1 and epoch < max_epochs:
-        epoch += 1
+    try:
         with nogil:
-            _kernel_epoch(K, &P, sampling == 0, check_every != 1)
-        estimate = NAN if check_every == 1 else P.pass_gap / n
-        checked = schedule_check_now(&sched, epoch, max_epochs, estimate, <double>n * m,
-                                     target, &predicted)
-        if checked:
+            _kernel_check(K, &P, &primal, &dual, &gap)
+        if gap <= target:
+            status = _status.CONVERGED
+        stop = mon.step(0, (primal, dual, gap, NAN, <double>n))
+        if stop and status != _status.CONVERGED:
+            status = stop
+        while status == _status.MAX_EPOCHS and epoch < max_epochs:
+            epoch += 1
             with nogil:
-                _kernel_check(K, &P, &primal, &dual, &gap)
-            if gap <= target:
-                status = 0
-        stop = mon.report(epoch, primal if checked else NAN, dual if checked else NAN,
-                          gap if checked else NAN, estimate)
-        if stop and status != 0:
-            status = 2
-    if mon.error is not None:
-        raise mon.error
-    return status, epoch, primal, dual, gap, p0, mon.rows, beta
+                _kernel_epoch(K, &P, sampling == 0, check_every != 1)
+            estimate = NAN if check_every == 1 else P.pass_gap / n
+            checked = schedule_check_now(&sched, epoch, max_epochs, estimate, <double>n * m,
+                                         target, &predicted)
+            if checked:
+                with nogil:
+                    _kernel_check(K, &P, &primal, &dual, &gap)
+                if gap <= target:
+                    status = _status.CONVERGED
+            stop = mon.step(epoch, (primal if checked else NAN, dual if checked else NAN,
+                                    gap if checked else NAN, estimate, <double>n))
+            if stop and status != _status.CONVERGED:
+                status = stop
+    except KeyboardInterrupt as exc:        # arrived between two epochs, outside the monitor
+        mon.error = exc
+        status = _status.INTERRUPTED
+    return status, epoch, primal, dual, gap, p0, beta
 
 
-cdef double _sgd_primal(ColumnSource K, const double* beta, double* z, const double* y,
-                        const Loss* L, double lam, Py_ssize_t n) noexcept nogil:
-    """R = lam/2 beta^T K beta + (1/n) sum phi((K beta)_i; y_i), with z = K beta recomputed."""
+cdef void _sgd_check(ColumnSource K, const double* beta, double* z, double* a, double* Ka,
+                     const double* y, const Loss* L, double lam, Py_ssize_t n, double* primal,
+                     double* dual, double* gap) noexcept nogil:
+    """For f = sum_j beta_j k(x_j, .): the exact primal R[f] (z = K beta recomputed), and the
+    dual and gap of the SDCA dual point a_i = -phi'(f(x_i); y_i), whose function is
+    f_a = sum_i a_i k(x_i, .) / (lam n) (one more K-vector product)."""
     cdef Py_ssize_t i
-    cdef double quad = 0.0, loss_sum = 0.0
+    cdef KahanSum quad = ksum_new(), ls = ksum_new(), cs = ksum_new(), an = ksum_new()
+    cdef double fa
     K.matvec(beta, z)
     for i in range(n):
-        quad += beta[i] * z[i]
-        loss_sum += loss_value(L, z[i], y[i])
-    return 0.5 * lam * quad + loss_sum / n
+        ksum_add(&quad, beta[i] * z[i])
+        ksum_add(&ls, loss_value(L, z[i], y[i]))
+        a[i] = -loss_deriv_(L, z[i], y[i])
+        ksum_add(&cs, loss_conj(L, a[i], y[i]))
+    K.matvec(a, Ka)
+    for i in range(n):
+        ksum_add(&an, a[i] * Ka[i])
+    fa = ksum_value(&an) / (lam * n) / (lam * n)      # ||f_a||^2
+    primal[0] = 0.5 * lam * ksum_value(&quad) + ksum_value(&ls) / n
+    dual[0] = -0.5 * lam * fa - ksum_value(&cs) / n
+    gap[0] = primal[0] - dual[0]
+
+
+# epochs without a new best gap before kernel SGD halves its step
+DEF PLATEAU = 3
 
 
 def kernel_sgd(ColumnSource K, const double[::1] y, str loss, double param, double lam,
-               double lr, Py_ssize_t max_epochs, int sampling, unsigned long long seed,
-               int verbose, callback):
-    """Constant-step kernel SGD (spec 3.6) on f = sum_j beta_j k(x_j, .).
+               double step, double tol, Py_ssize_t max_epochs, int sampling,
+               unsigned long long seed, mon, beta0, bint halve_on_plateau=True):
+    """Kernel SGD on f = sum_j beta_j k(x_j, .), from ``beta0``, with a step that is constant
+    within an epoch.
 
-    The shrink ``beta <- (1 - lr lam) beta`` is a scalar factor s (beta = s bt, z = s zt),
-    so a step costs one kernel column, like an SDCA step. Returns (n_epochs, history_rows,
-    beta); the rows carry the exact primal of each epoch (NaN dual and gap). Stops early if
-    the primal stops being finite (a step size too large).
+    The shrink ``beta <- (1 - step lam) beta`` is a scalar factor s (beta = s bt, z = s zt),
+    so a step costs one kernel column, like an SDCA step. After every epoch the exact primal,
+    the dual and the gap of the SDCA dual point a = -phi'(K beta), and the step the epoch
+    used, go to ``mon`` (4 values);
+    the run stops when the gap is <= tol * R[0] (tol > 0). ``halve_on_plateau``: halve the
+    step when the gap has not gone below its best for PLATEAU epochs (the constant step's
+    noise floor), so that the iterates go on to the optimum. Returns (status, n_epochs, gap, R[0],
+    beta, the last step).
     """
     cdef Py_ssize_t n = y.shape[0], m = K.n, k, i, q, epoch = 0
     if n != m:
         raise ValueError(f"y has {n} entries for a {m} x {m} kernel matrix")
-    if lr * lam >= 1.0:
-        raise ValueError(f"lr * lam must be < 1 (the shrink factor 1 - lr lam); got {lr * lam}")
     cdef Loss L = make_loss(loss, param)
     cdef rng_state rng
     rng_seed(&rng, seed)
-    bt = np.zeros(n)
+    bt = np.array(beta0, dtype=np.float64)
     zt = np.zeros(n)
-    zex = np.zeros(n)
+    work = np.zeros((3, n))
     index = np.arange(n, dtype=np.intp)
-    cdef double[::1] btv = bt, ztv = zt, zexv = zex
+    cdef double[::1] btv = bt, ztv = zt, zexv = work[0], av = work[1], kav = work[2]
     cdef Py_ssize_t[::1] iv = index
-    cdef double s = 1.0, shrink = 1.0 - lr * lam, g, f, primal
+    cdef double s = 1.0, shrink = 1.0 - step * lam, g, f, primal, dual, gap, p0 = 0.0, target
+    cdef double best_gap = INFINITY
+    cdef Py_ssize_t since_best = 0
+    cdef int status = _status.MAX_EPOCHS, stop
     cdef const double* col
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "gap_estimate"))
-    with nogil:
-        primal = _sgd_primal(K, &btv[0], &zexv[0], &y[0], &L, lam, n)
-    if mon.report(0, primal, NAN, NAN, NAN):
-        max_epochs = 0
-    while epoch < max_epochs:
-        epoch += 1
+    for i in range(n):
+        p0 += loss_value(&L, 0.0, y[i])
+    p0 /= n
+    target = tol * p0 if tol > 0.0 else -INFINITY
+    try:
         with nogil:
-            if sampling == 0:
-                rng_shuffle(&rng, &iv[0], n)
-            for k in range(n):
-                i = iv[k] if sampling == 0 else <Py_ssize_t>rng_below(&rng, <unsigned long long>n)
-                g = loss_deriv_(&L, s * ztv[i], y[i])
-                s *= shrink
-                if s < 1e-150:                   # renormalise before underflow
-                    for q in range(n):
-                        btv[q] *= s
-                        ztv[q] *= s
-                    s = 1.0
-                if g != 0.0:
-                    f = -lr * g / s
-                    btv[i] += f
-                    col = K.column(i)
-                    for q in range(n):
-                        ztv[q] += f * col[q]
+            _sgd_check(K, &btv[0], &zexv[0], &av[0], &kav[0], &y[0], &L, lam, n, &primal,
+                       &dual, &gap)
             for q in range(n):
-                btv[q] *= s
-                ztv[q] *= s
-            s = 1.0
-            primal = _sgd_primal(K, &btv[0], &zexv[0], &y[0], &L, lam, n)
-        if mon.report(epoch, primal, NAN, NAN, NAN) or not (primal == primal and primal < 1e300):
-            break
-    if mon.error is not None:
-        raise mon.error
-    return epoch, mon.rows, bt
+                ztv[q] = zexv[q]
+        if gap <= target:
+            status = _status.CONVERGED
+        stop = mon.step(0, (primal, dual, gap, step))
+        if stop and status != _status.CONVERGED:
+            status = stop
+        while status == _status.MAX_EPOCHS and epoch < max_epochs:
+            epoch += 1
+            with nogil:
+                if sampling == 0:
+                    rng_shuffle(&rng, &iv[0], n)
+                for k in range(n):
+                    i = iv[k] if sampling == 0 else <Py_ssize_t>rng_below(&rng, <unsigned long long>n)
+                    g = loss_deriv_(&L, s * ztv[i], y[i])
+                    s *= shrink
+                    if s < 1e-150:                   # renormalise before underflow
+                        for q in range(n):
+                            btv[q] *= s
+                            ztv[q] *= s
+                        s = 1.0
+                    if g != 0.0:
+                        f = -step * g / s
+                        btv[i] += f
+                        col = K.column(i)
+                        for q in range(n):
+                            ztv[q] += f * col[q]
+                for q in range(n):
+                    btv[q] *= s
+                    ztv[q] *= s
+                s = 1.0
+                _sgd_check(K, &btv[0], &zexv[0], &av[0], &kav[0], &y[0], &L, lam, n, &primal,
+                           &dual, &gap)
+            if gap <= target:
+                status = _status.CONVERGED
+            elif gap < best_gap:
+                best_gap = gap
+                since_best = 0
+            elif halve_on_plateau:
+                since_best += 1
+                if since_best >= PLATEAU:
+                    step *= 0.5
+                    shrink = 1.0 - step * lam
+                    since_best = 0
+                    best_gap = gap      # a lucky low of the noisy phase is no yardstick
+            stop = mon.step(epoch, (primal, dual, gap, step))
+            if stop and status != _status.CONVERGED:
+                status = stop
+    except KeyboardInterrupt as exc:        # arrived between two epochs, outside the monitor
+        mon.error = exc
+        status = _status.INTERRUPTED
+    return status, epoch, gap, p0, bt, step

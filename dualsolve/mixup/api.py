@@ -1,39 +1,39 @@
 """``train_mixup_sdca`` and ``train_kernel_sgd``: MixupSDCA (Obi, Saito, Sasaki & Kato, 2025)
 and its SGD baseline, on CSR input with linear, RBF, polynomial or precomputed kernels.
 
-Spec: seed0_mixup.md. The linear kernel runs on the SDCA engine of ``dualsolve.sdca`` (the
-same loop and loss table as ``train_sdca``); the other kernels on the kernel loop of
-``_kernel_sdca.pyx``. Both share the step rules of ``dualsolve.sdca.steps``.
+The linear kernel runs on the SDCA engine of ``dualsolve.sdca`` (the same loop and loss
+table as ``train_sdca``); the other kernels on the kernel loop of ``_kernel_sdca.pyx``. Both
+share the step rules of ``dualsolve.sdca.steps``. See docs/mixup.md.
 """
 import numpy as np
-import scipy.sparse as sp
 
-from .._core import losses as _losses
 from .._core import kernels as _kernels
-from .._validation import (check_csr, check_labels, check_regularization, check_positive,
-                           check_int, check_budget, check_seed, check_choice, warn_not_converged)
-from .._monitor import EpochMonitor
-from ..model import Model, make_history
-from .model import KernelModel
+from .._core import losses as _losses
+from .._driver import Result, Solver, fit, register
+from .._params import Boolean, Integral, Interval, Options, Real
+from .._validation import check_csr, check_labels
+from ..model import warm_start_dual
 from ..sdca import _sdca
 from . import _kernel_sdca
-from .augment import mixup_augment, MixupPlan
+from .augment import mixup_augment
+from .model import KernelModel
 
-_METHODS = ("naive", "approx", "decomp", "exact")
+METHODS = ("naive", "approx", "decomp", "exact")
+KERNELS = ("linear", "rbf", "poly", "precomputed")
+LOSSES = ("logistic", "smooth_hinge", "squared_hinge", "hinge", "squared")
 _RULE = {"exact": 0, "vanilla": 1, "approx": 2, "numeric": 3}     # steps.pxd STEP_*
-_SAMPLING = {"permutation": 0, "uniform": 1}
-_STATUS = {0: "converged", 1: "max_epochs", 2: "stopped"}
-_ALIASES = {"bce": "logistic"}
+SAMPLING = {"permutation": 0, "uniform": 1}
 
 
-def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear", gamma=None,
-                     degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive",
-                     conjugate="closed", approx_grid="tight", decomp_gamma="percoord",
-                     implicit=False, sampling="permutation", tol=1e-6, max_epochs=1000,
-                     check_every=1, seed=0, cache_size=200, gram_dtype="auto",
-                     max_gram_mb=1024, smoothing=None, soft_labels=False, verbose=0,
-                     callback=None):
-    """Regularised ERM with mixup in an RKHS, by SDCA (MixupSDCA; spec seed0).
+def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=1000,
+                     seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                     soft_labels=False, kernel="linear", kernel_gamma=None, degree=3,
+                     coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive", conjugate="closed",
+                     approx_grid="tight", decomp_gamma="percoord", implicit=False,
+                     sampling="permutation", check_every=1, cache_size=200, gram_dtype="auto",
+                     max_gram_mb=1024):
+    """Regularised ERM with mixup in an RKHS, by SDCA (MixupSDCA: Obi, Saito, Sasaki & Kato,
+    2025).
 
     Solves, over the augmented set of ``n = n_orig + n_mix`` points (originals first, then
     ``n_mix`` mixup points ``(1-r) x_a + r x_b`` with soft labels ``(1-r) y_a + r y_b``)::
@@ -51,18 +51,19 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
     y : array (n_orig,)
         Two classes (any two values, mapped to -1/+1; the larger value is +1). With
         ``soft_labels=True``: soft labels in [-1, 1], used as they are.
-    loss : {"logistic" (alias "bce"), "smooth_hinge", "squared_hinge", "hinge", "squared"}
-        phi0 of the table in ``dualsolve._core.losses``: log(1+e^-s); the smoothed hinge of
-        width ``smoothing`` (default 0.5); max(0, 1-s)^2 (liblinear's L2 loss; the spec's
-        gamma = 1/2); max(0, 1-s) (``method="exact"`` only); (s - y)^2 / 2 (which differs
-        from the spec's mixup squared loss by the constant (1-y^2)/2).
+    loss : {"logistic", "smooth_hinge", "squared_hinge", "hinge", "squared"}
+        phi0 of the table in ``dualsolve._core.losses``: log(1+e^-s) (the paper's BCE); the
+        smoothed hinge of width ``smoothing`` (default 0.5); max(0, 1-s)^2 (liblinear's L2
+        loss; strong convexity gamma = 1/2 of its conjugate); max(0, 1-s)
+        (``method="exact"`` only); (s - y)^2 / 2 (the paper's mixup squared loss minus the
+        constant (1-y^2)/2).
     lam : float > 0, optional
         Default 1/n (n counts the mixup points). Give lam or C.
     C : float > 0, optional
         liblinear's cost: lam = 1 / (C n).
     kernel : {"linear", "rbf", "poly", "precomputed"}
-        rbf ``exp(-gamma ||x-x'||^2)``; poly ``(gamma <x,x'> + coef0)^degree``.
-    gamma : float > 0, optional
+        rbf ``exp(-kernel_gamma ||x-x'||^2)``; poly ``(kernel_gamma <x,x'> + coef0)^degree``.
+    kernel_gamma : float > 0, optional
         Default ``1 / n_features``.
     degree, coef0 : poly parameters.
     n_mix : int >= 0
@@ -70,23 +71,30 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
     mixup_alpha : float > 0
         Mixing ratios r ~ Beta(mixup_alpha, mixup_alpha).
     method : {"naive", "approx", "decomp", "exact"}
-        naive: the SDCA step of eq. 13 with the closed-form mixup conjugate
+        naive: the SDCA step of the paper's eq. 13 with the closed-form mixup conjugate
         (``conjugate="numeric"``: found by a 1-D search, the paper's version); approx:
-        eq. 21 with Algorithm 2's lower bound (``approx_grid`` "tight" or "literal", spec
-        3.3); decomp: vanilla SDCA on the decomposed dual with up to two binary-label
-        coordinates per point (spec 3.4; ``decomp_gamma`` "percoord" gamma/c_j or "paper"
-        gamma/2); exact: exact coordinate maximisation (train_sdca's steps; the only one
-        for hinge).
+        eq. 21 with Algorithm 2's lower bound (``approx_grid`` "tight": the qualifying grid
+        point closest to the coordinate's optimum, or "literal": eqs. 17/19 as printed);
+        decomp: vanilla SDCA on the decomposed dual with up to two binary-label
+        coordinates per point (Section IV; ``decomp_gamma`` "percoord" gamma/c_j, the
+        strong convexity of each weighted coordinate, or "paper" gamma/2); exact: exact
+        coordinate maximisation (train_sdca's steps; the only one for hinge). See
+        docs/mixup.md.
     implicit : bool
         Linear kernel with mixup: keep mixed rows as (a, b, r) instead of materialising them.
     sampling : {"permutation", "uniform"}
     tol : float >= 0
-        Stop when the exact duality gap is <= tol * P(0).
+        Stop when the exact duality gap is <= tol * P(0) (``stop_reason="converged"``);
+        ``tol=0`` runs the whole budget.
     max_epochs : int
     check_every : 1, k or "auto"
         When to compute the exact gap (see ``train_sdca``). Default: every epoch.
     seed : int
         Seeds both the mixup points and the row order.
+    warm_start : Model or array (n,), optional
+        Dual variables of the augmented points to start from (a model trained on the same
+        augmented set, e.g. at a nearby lam; for ``method="decomp"`` each point's dual is
+        split between its two coordinates by sign).
     cache_size : float
         MB of kernel-column cache when the Gram matrix does not fit ``max_gram_mb``.
     gram_dtype : {"auto", "float64", "float32"}
@@ -100,7 +108,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
         and 1 are the two classes, predictions are -1 or 1). Only with ``n_mix=0``. Off, y
         must hold exactly two distinct values, which are two classes whatever they are
         ({0, 1} included).
-    verbose, callback : as in ``train_sdca``.
+    verbose, callback : as in ``train_sdca``; ``smoothing`` too.
 
     Returns
     -------
@@ -110,204 +118,261 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, kernel="linear"
         ``history`` the exact primal, dual and gap of the problem solved (the decomposed
         one for decomp; its optimum is the same).
     """
-    loss, param = _check_loss(loss, smoothing)
-    method = check_choice(method, "method", _METHODS)
-    check_choice(conjugate, "conjugate", ("closed", "numeric"))
-    check_choice(approx_grid, "approx_grid", ("tight", "literal"))
-    check_choice(decomp_gamma, "decomp_gamma", ("percoord", "paper"))
-    check_choice(kernel, "kernel", ("linear", "rbf", "poly", "precomputed"))
-    sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]
-    if loss == "hinge" and method != "exact":
-        raise ValueError("loss='hinge' is not smooth: its conjugate is not strongly convex, so "
-                         f"method={method!r} (eq. 13/21 steps) is undefined; use method='exact'")
-    n_mix = check_int(n_mix, "n_mix", 0)
-    tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_budget(max_epochs, "max_epochs", 0)
-    check_code = 0 if check_every == "auto" else check_int(check_every, "check_every", 1)
-    seed = check_seed(seed)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    if not isinstance(implicit, (bool, np.bool_)):
-        raise TypeError(f"implicit must be a bool; got {type(implicit).__name__}")
-    _check_soft_labels(soft_labels, n_mix)
-
-    # the augmented training set
-    if kernel == "precomputed":
-        if n_mix:
-            raise ValueError("kernel='precomputed' takes the kernel matrix of the augmented "
-                             "set: n_mix must be 0 (mix the points before computing K)")
-        Kp = np.asarray(X.toarray() if sp.issparse(X) else X)
-        n = Kp.shape[0] if Kp.ndim == 2 else -1
-        y_aug, classes = _labels(y, n, soft_labels)
-        X_orig, plan, Xc = None, None, None
-    else:
-        Xc = check_csr(X)
-        if n_mix:
-            _, classes = check_labels(y, Xc.shape[0], "binary")
-            X_aug, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed,
-                                               materialize=kernel == "linear" and not implicit)
-        else:
-            y_aug, classes = _labels(y, Xc.shape[0], soft_labels)
-            X_aug, plan = Xc.source, None
-        X_orig = Xc.source
-    n = y_aug.shape[0]
-    lam = check_regularization(lam, C, n)
-
-    # coordinates: one per point, or the decomposition's up to two
-    point = weight = None
-    y_coord = y_aug
-    if method == "decomp":
-        plus = np.flatnonzero(y_aug > -1.0)
-        minus = np.flatnonzero(y_aug < 1.0)
-        n_tilde = plus.shape[0] + minus.shape[0]
-        point = np.ascontiguousarray(np.concatenate([plus, minus]), dtype=np.intp)
-        y_coord = np.concatenate([np.ones(plus.shape[0]), -np.ones(minus.shape[0])])
-        # spec 1.7 with the erratum fixed: c_j = n~ (1 + y_j) / (2 n)
-        weight = n_tilde * np.concatenate([1.0 + y_aug[plus], 1.0 - y_aug[minus]]) / (2.0 * n)
-    rule = {"exact": "exact", "naive": "vanilla" if conjugate == "closed" else "numeric",
-            "approx": "approx", "decomp": "vanilla"}[method]
-    step = dict(step_rule=_RULE[rule], step_gamma=_losses.strong_convexity(loss, param),
-                approx_tight=int(approx_grid == "tight"),
-                paper_gamma=int(decomp_gamma == "paper"),
-                grid=_approx_grids(loss, param, y_coord) if method == "approx" else None)
-    n_coord = y_coord.shape[0]
-    alpha = np.zeros(n_coord)
-
-    if kernel == "linear":
-        if implicit and n_mix:
-            data = Xc
-            mix = (plan.a.astype(np.intp), plan.b.astype(np.intp), plan.r.astype(np.float64))
-            sqnorm = _kernels.augmented_sqnorms(X_orig, plan)
-        else:
-            data = check_csr(X_aug, "X")
-            mix, sqnorm = None, data.sqnorm
-        d = data.shape[1]
-        w = np.zeros(d)
-        mon = EpochMonitor(("primal", "dual", "gap", "gap_estimate", "n_active"), callback,
-                           verbose, coef=w, unevaluated_nan=True)     # TRANSITION
-        status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
-            data.data, data.indices, data.indptr, d, np.ascontiguousarray(y_coord, dtype=np.float64),
-            loss, param, lam, 0.0, w, alpha, tol, max_epochs, check_code, False, sampling_code,
-            seed, mon, sqnorm=sqnorm, point=point, weight=weight, mix=mix,
-            **step)
-        if mon.error is not None:
-            raise mon.error
-        status = min(status, 2)
-        rows = [r[:6] for r in mon.rows]               # drop n_active (no shrinking here)
-        beta = np.bincount(point, weights=alpha, minlength=n) if point is not None else alpha
-    else:
-        spec = _kernels.make_kernel(kernel, "auto" if gamma is None else gamma, coef0, degree,
-                                    X=X_orig)
-        src = _kernels.make_column_source(X_orig, plan, spec,
-                                          precomputed=Kp if kernel == "precomputed" else None,
-                                          gram_dtype=_gram_dtype(gram_dtype, n, max_gram_mb),
-                                          max_gram_mb=max_gram_mb, cache_size=cache_size)
-        status, n_epochs, primal, dual, gap, p0, rows, beta = _kernel_sdca.kernel_sdca(
-            src, np.ascontiguousarray(y_coord, dtype=np.float64), loss, param, lam, alpha, tol,
-            max_epochs, check_code, sampling_code, seed, int(verbose), callback, point=point,
-            weight=weight, **{k: v for k, v in step.items()})
-    if status == 1:
-        warn_not_converged("train_mixup_sdca", n_epochs, gap, tol * p0)
-    dual_points = beta * (n / n_coord)                 # f = sum_i dual_i k(x_i, .) / (lam n)
-    params = dict(loss=loss, loss_param=param, lam=lam, kernel=kernel, n_mix=n_mix,
-                  mixup_alpha=mixup_alpha, method=method, conjugate=conjugate,
-                  approx_grid=approx_grid, decomp_gamma=decomp_gamma, implicit=bool(implicit),
-                  sampling=sampling, tol=tol, max_epochs=max_epochs, check_every=check_every,
-                  seed=seed, n_augmented=n, n_coordinates=n_coord, status=_STATUS[status], p0=p0,
-                  soft_labels=bool(soft_labels))
-    history = make_history(rows, extra_fields=("gap_estimate",))
-    common = dict(dual=dual_points, history=history, converged=status == 0, n_epochs=n_epochs,
-                  solver="mixup_sdca", params=params, classes=classes)
-    if kernel == "linear":
-        return Model(coef=w, **common)
-    params.update(gamma=spec.gamma, coef0=spec.coef0, degree=spec.degree)
-    return KernelModel.from_training(X_orig, plan, spec, lam * n, **common)
+    return fit(MIXUP_SDCA, locals())
 
 
-def train_kernel_sgd(X, y, *, lr, loss="logistic", lam=None, kernel="rbf", gamma=None,
-                     degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, max_epochs=100, seed=0,
-                     sampling="uniform", cache_size=200, gram_dtype="auto",
-                     max_gram_mb=1024, smoothing=None, soft_labels=False, verbose=0,
-                     callback=None):
-    """Kernel SGD with a constant step, the baseline of the paper's Table II (spec 3.6).
+def train_kernel_sgd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=100,
+                     seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                     soft_labels=False, step=None, step_schedule="plateau", kernel="rbf",
+                     kernel_gamma=None, degree=3,
+                     coef0=1.0, n_mix=0, mixup_alpha=1.0, sampling="uniform", cache_size=200,
+                     gram_dtype="auto", max_gram_mb=1024):
+    """Kernel SGD, the baseline of the paper's Table II (constant step there).
 
     Minimises the same ``R[f]`` as :func:`train_mixup_sdca` over ``f = sum_j beta_j k(x_j, .)``:
-    each step picks a point i and does ``beta <- (1 - lr lam) beta``,
-    ``beta_i <- beta_i - lr phi'(f(x_i); y_i)``. ``history`` records the exact primal after
-    every epoch (n steps); there is no dual, so dual and gap are NaN. ``soft_labels`` as in
-    :func:`train_mixup_sdca`.
+    each step picks a point i and does ``beta <- (1 - step lam) beta``,
+    ``beta_i <- beta_i - step phi'(f(x_i); y_i)``. After every epoch (n steps) ``history``
+    records the exact primal ``R[f]``, and the dual and gap of the dual point
+    ``a_i = -phi'(f(x_i); y_i)`` (the SDCA dual of ``train_mixup_sdca``): the gap certifies
+    ``R[f] - R* <= gap``, and the run stops when it is ``<= tol * R[0]``.
+
+    ``step`` : float > 0, optional
+        The (first) step. Default ``1 / (L k_max + lam)``, with L the smoothness of phi0 (1/4
+        logistic, 2 squared hinge, 1/smoothing smoothed hinge, 1 squared) and k_max the
+        largest ``k(x_i, x_i)``: the step of a gradient method on one term. Needs
+        ``step lam < 1``.
+    ``step_schedule`` : {"plateau", "constant"}
+        A constant step settles in a noise ball whose size grows with the step, so it
+        reaches a small ``tol`` only by chance. "plateau" (default) halves the step after
+        an epoch whose gap is not below the previous one, so the iterates go on to the
+        optimum; "constant" is the paper's baseline (then the run may end at
+        ``max_epochs`` with a warning giving the gap).
+    The other parameters are those of :func:`train_mixup_sdca` (``kernel`` may not be
+    "precomputed"; ``soft_labels`` and ``n_mix`` as there).
     """
-    loss, param = _check_loss(loss, smoothing)
-    lr = check_positive(lr, "lr")
-    max_epochs = check_budget(max_epochs, "max_epochs", 0)
-    n_mix = check_int(n_mix, "n_mix", 0)
-    seed = check_seed(seed)
-    sampling_code = _SAMPLING[check_choice(sampling, "sampling", tuple(_SAMPLING))]
-    check_choice(kernel, "kernel", ("linear", "rbf", "poly"))
-    _check_soft_labels(soft_labels, n_mix)
-    Xc = check_csr(X)
-    if n_mix:
-        _, classes = check_labels(y, Xc.shape[0], "binary")
-        _, y_aug, plan = mixup_augment(X, y, n_mix, mixup_alpha, seed, materialize=False)
+    return fit(KERNEL_SGD, locals())
+
+
+# ---------------------------------------------------------------------------------------
+# the augmented training set, shared by both engines
+
+
+class _Augmented:
+    """The training points of a run: the original rows (CSR, or None for a precomputed K),
+    the mixup plan (or None), the labels of every point, and the kernel."""
+
+    def __init__(self, p, o, materialize):
+        self.kernel = o["kernel"]
+        if self.kernel == "precomputed":
+            if o["n_mix"]:
+                raise ValueError("kernel='precomputed' takes the kernel matrix of the augmented "
+                                 "set: n_mix must be 0 (mix the points before computing K)")
+            if p.n != p.d:
+                raise ValueError(f"X must be the square kernel matrix of the training points "
+                                 f"for kernel='precomputed'; got shape {p.X.shape}")
+            self.X_orig, self.plan, self.X_aug = None, None, None
+            self.K = p.X.source.toarray()
+            self.y = p.y
+            return
+        self.X_orig = p.X.source
+        if o["n_mix"]:
+            self.X_aug, self.y, self.plan = mixup_augment(
+                self.X_orig, p.y, o["n_mix"], o["mixup_alpha"], p.seed,
+                materialize=materialize)
+        else:
+            self.X_aug, self.y, self.plan = self.X_orig, p.y, None
+
+    @property
+    def n(self):
+        return self.y.shape[0]
+
+    def kernel_params(self, o):
+        gamma = "auto" if o["kernel_gamma"] is None else o["kernel_gamma"]
+        return _kernels.make_kernel(self.kernel, gamma, o["coef0"], o["degree"], X=self.X_orig)
+
+    def column_source(self, o, spec):
+        return _kernels.make_column_source(
+            self.X_orig, self.plan, spec,
+            precomputed=self.K if self.kernel == "precomputed" else None,
+            gram_dtype=_gram_dtype(o["gram_dtype"], self.n, o["max_gram_mb"]),
+            max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"])
+
+    def kernel_model(self, p, o, spec, dual, lam):
+        """Result arguments for a KernelModel over these points."""
+        extra = KernelModel.training_arrays(self.X_orig, self.plan, lam * self.n)
+        info = dict(kernel=spec.kernel, kernel_gamma=spec.gamma, coef0=spec.coef0,
+                    degree=spec.degree, n_augmented=self.n)
+        return dict(coef=np.zeros(0), dual=dual, extra=extra, info=info,
+                    model_class=KernelModel)
+
+
+def _labels_task(loss, args):
+    """Mixup reads y as two classes, or as soft labels in [-1, 1] when asked by name."""
+    return "soft" if args.get("soft_labels") else "binary"
+
+
+def _samples(n, o):
+    """lam's 1/n counts the mixed points too."""
+    return n + o["n_mix"]
+
+
+# ---------------------------------------------------------------------------------------
+# MixupSDCA
+
+
+def _mixup_engine(p, o, mon):
+    if o["soft_labels"] and o["n_mix"]:
+        raise ValueError("soft_labels=True needs n_mix=0: mixup mixes two classes, so with "
+                         "n_mix > 0 y must hold two class labels")
+    if p.loss == "hinge" and o["method"] != "exact":
+        raise ValueError("loss='hinge' is not smooth: its conjugate is not strongly convex, so "
+                         f"method={o['method']!r} (eq. 13/21 steps) is undefined; use "
+                         "method='exact'")
+    pts = _Augmented(p, o, materialize=o["kernel"] == "linear" and not o["implicit"])
+    n = pts.n
+    coords = _coordinates(pts.y, o["method"])
+    y_coord, point, weight = coords
+    n_coord = y_coord.shape[0]
+    alpha = _initial_duals(p, coords, n)
+    rule = {"exact": "exact", "naive": "vanilla" if o["conjugate"] == "closed" else "numeric",
+            "approx": "approx", "decomp": "vanilla"}[o["method"]]
+    step = dict(step_rule=_RULE[rule], step_gamma=_losses.strong_convexity(p.loss, p.loss_param),
+                approx_tight=int(o["approx_grid"] == "tight"),
+                paper_gamma=int(o["decomp_gamma"] == "paper"),
+                grid=(_approx_grids(p.loss, p.loss_param, y_coord)
+                      if o["method"] == "approx" else None))
+    check = 0 if o["check_every"] == "auto" else o["check_every"]
+    y_coord = np.ascontiguousarray(y_coord, dtype=np.float64)
+    if pts.kernel == "linear":
+        if o["implicit"] and pts.plan is not None:
+            data = p.X
+            plan = pts.plan
+            mix = (plan.a.astype(np.intp), plan.b.astype(np.intp), plan.r.astype(np.float64))
+            sqnorm = _kernels.augmented_sqnorms(pts.X_orig, plan)
+        else:
+            data = p.X if pts.plan is None else check_csr(pts.X_aug, "X")
+            mix, sqnorm = None, data.sqnorm
+        w = np.zeros(p.d)
+        mon.set_coef(w)
+        status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
+            data.data, data.indices, data.indptr, p.d, y_coord, p.loss, p.loss_param, p.lam,
+            0.0, w, alpha, p.tol, p.max_epochs, check, False, SAMPLING[o["sampling"]], p.seed,
+            mon, sqnorm=sqnorm, point=point, weight=weight, mix=mix, **step)
+        beta = np.bincount(point, weights=alpha, minlength=n) if point is not None else alpha
+        model = dict(coef=w)
     else:
-        y_aug, classes = _labels(y, Xc.shape[0], soft_labels)
-        plan = None
-    n = y_aug.shape[0]
-    lam = check_regularization(lam, None, n)
-    spec = _kernels.make_kernel(kernel, "auto" if gamma is None else gamma, coef0, degree,
-                                X=Xc.source)
-    src = _kernels.make_column_source(Xc.source, plan, spec,
-                                      gram_dtype=_gram_dtype(gram_dtype, n, max_gram_mb),
-                                      max_gram_mb=max_gram_mb, cache_size=cache_size)
-    n_epochs, rows, beta = _kernel_sdca.kernel_sgd(
-        src, np.ascontiguousarray(y_aug, dtype=np.float64), loss, param, lam, lr, max_epochs,
-        sampling_code, seed, int(verbose), callback)
-    params = dict(loss=loss, loss_param=param, lam=lam, lr=lr, kernel=kernel, n_mix=n_mix,
-                  mixup_alpha=mixup_alpha, max_epochs=max_epochs, seed=seed, sampling=sampling,
-                  gamma=spec.gamma, coef0=spec.coef0, degree=spec.degree, n_augmented=n)
-    history = make_history([r[:5] for r in rows])
-    return KernelModel.from_training(Xc.source, plan, spec, lam * n, dual=beta * lam * n,
-                                     history=history, converged=False, n_epochs=n_epochs,
-                                     solver="kernel_sgd", params=params, classes=classes)
+        spec = pts.kernel_params(o)
+        src = pts.column_source(o, spec)
+        status, n_epochs, primal, dual, gap, p0, beta = _kernel_sdca.kernel_sdca(
+            src, y_coord, p.loss, p.loss_param, p.lam, alpha, p.tol, p.max_epochs, check,
+            SAMPLING[o["sampling"]], p.seed, mon, point=point, weight=weight, **step)
+    dual_points = beta * (n / n_coord)             # f = sum_i dual_i k(x_i, .) / (lam n)
+    info = dict(n_augmented=n, n_coordinates=n_coord, p0=p0)
+    if pts.kernel == "linear":
+        return Result(status, n_epochs, coef=w, dual=dual_points, measure=gap,
+                      threshold=p.tol * p0, info=info)
+    km = pts.kernel_model(p, o, spec, dual_points, p.lam)
+    km["info"].update(info)
+    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+
+
+def _coordinates(y, method):
+    """(labels, point of each coordinate or None, loss weight or None): one coordinate per
+    point, or for decomp one per (point, sign) with 1 + sign y > 0, weighted
+    c_j = n~ (1 + y_j) / (2 n) (the decomposition of Section IV, with the weights that keep
+    the objective's scale)."""
+    if method != "decomp":
+        return y, None, None
+    n = y.shape[0]
+    plus = np.flatnonzero(y > -1.0)
+    minus = np.flatnonzero(y < 1.0)
+    n_tilde = plus.shape[0] + minus.shape[0]
+    point = np.ascontiguousarray(np.concatenate([plus, minus]), dtype=np.intp)
+    y_coord = np.concatenate([np.ones(plus.shape[0]), -np.ones(minus.shape[0])])
+    weight = n_tilde * np.concatenate([1.0 + y[plus], 1.0 - y[minus]]) / (2.0 * n)
+    return y_coord, point, weight
+
+
+def _initial_duals(p, coords, n):
+    """Zeros, or the warm start's point duals (a Model's ``dual`` or an array of n) mapped to
+    the coordinates: the same point dual for one coordinate per point; for decomp, split by
+    sign between the point's (+) and (-) coordinates. Each must lie in the dual domain of
+    its coordinate."""
+    y_coord, point, weight = coords
+    n_coord = y_coord.shape[0]
+    if p.warm_start is None:
+        return np.zeros(n_coord)
+    dual_points = warm_start_dual(p.warm_start, n)
+    beta = dual_points * (n_coord / n)
+    if point is None:
+        alpha = beta
+    else:
+        sign = y_coord
+        alpha = np.where(sign > 0, np.maximum(beta[point], 0.0), np.minimum(beta[point], 0.0))
+    c = np.ones(n_coord) if weight is None else weight
+    if not np.isfinite(c * _losses.conjugate(p.loss, alpha / c, y_coord, p.loss_param)).all():
+        raise ValueError("warm_start dual variables lie outside the dual domain of the loss "
+                         "for these labels (was it trained with another loss, labels or "
+                         "augmented set?)")
+    return np.ascontiguousarray(alpha, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# kernel SGD
+
+
+_SMOOTHNESS = {"logistic": lambda s: 0.25, "squared_hinge": lambda s: 2.0,
+               "smooth_hinge": lambda s: 1.0 / s, "squared": lambda s: 1.0}
+
+
+def _sgd_engine(p, o, mon):
+    if o["kernel"] == "precomputed":
+        raise ValueError("train_kernel_sgd needs the rows: kernel must be 'linear', 'rbf' or "
+                         "'poly'")
+    if p.loss == "hinge":
+        raise ValueError("loss='hinge' has no derivative at the hinge; train_kernel_sgd needs "
+                         "a smooth loss")
+    if o["soft_labels"] and o["n_mix"]:
+        raise ValueError("soft_labels=True needs n_mix=0: mixup mixes two classes, so with "
+                         "n_mix > 0 y must hold two class labels")
+    pts = _Augmented(p, o, materialize=False)
+    n = pts.n
+    spec = pts.kernel_params(o)
+    src = pts.column_source(o, spec)
+    step = o["step"]
+    if step is None:
+        k_max = float(np.max(src.diagonal)) if n else 1.0
+        step = 1.0 / (_SMOOTHNESS[p.loss](p.loss_param) * k_max + p.lam)
+    if not step * p.lam < 1.0:
+        raise ValueError(f"step * lam must be < 1 (the shrink factor 1 - step lam); got "
+                         f"{step * p.lam}")
+    beta0 = np.zeros(n)
+    if p.warm_start is not None:
+        beta0 = warm_start_dual(p.warm_start, n) / (p.lam * n)
+    status, n_epochs, gap, p0, beta, last_step = _kernel_sdca.kernel_sgd(
+        src, np.ascontiguousarray(pts.y, dtype=np.float64), p.loss, p.loss_param, p.lam, step,
+        p.tol, p.max_epochs, SAMPLING[o["sampling"]], p.seed, mon, beta0,
+        o["step_schedule"] == "plateau")
+    km = pts.kernel_model(p, o, spec, beta * p.lam * n, p.lam)
+    km["info"].update(step=step, last_step=last_step, p0=p0)
+    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers and the descriptions
 
 
 def _gram_dtype(gram_dtype, n, max_gram_mb):
-    check_choice(gram_dtype, "gram_dtype", ("auto", "float64", "float32"))
     if gram_dtype != "auto":
         return np.dtype(gram_dtype)
     fits64 = n * n * 8 <= float(max_gram_mb) * (1 << 20)
     return np.dtype(np.float64 if fits64 else np.float32)
 
 
-def _check_loss(loss, smoothing):
-    if isinstance(loss, str):
-        loss = _ALIASES.get(loss, loss)
-    name, _ = _losses.check_loss(loss)
-    if smoothing is not None and name != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={name!r}")
-    return _losses.check_loss(name, smoothing)
-
-
-def _check_soft_labels(soft_labels, n_mix):
-    if not isinstance(soft_labels, (bool, np.bool_)):
-        raise TypeError(f"soft_labels must be a bool; got {type(soft_labels).__name__}")
-    if soft_labels and n_mix:
-        raise ValueError("soft_labels=True needs n_mix=0: mixup mixes two classes, so with "
-                         "n_mix > 0 y must hold two class labels")
-
-
-def _labels(y, n, soft_labels):
-    """(y float64 in [-1, 1], classes): two classes mapped to -1/+1, or, asked for by name,
-    soft labels used as they are (classes -1 and 1)."""
-    if soft_labels:
-        y_soft, _ = check_labels(y, n, "soft")
-        return y_soft, np.array([-1.0, 1.0])
-    return check_labels(y, n, "binary")
-
-
 def _approx_grids(loss, param, y):
     """Algorithm 2's per-coordinate ends (b_u < 0 < b_l) of L_i = {zeta : phi(zeta; y_i) <=
-    n phi0(0)} (spec 3.3, eq. 16), by doubling then bisection; +-1 labels are unused (F~ = F)."""
+    n phi0(0)} (the paper's eq. 16), by doubling then bisection; +-1 labels are unused
+    (F~ = F)."""
     n = y.shape[0]
     level = n * float(_losses.value(loss, 0.0, 1.0, param))
     soft = np.abs(y) < 1.0
@@ -335,3 +400,42 @@ def _approx_grids(loss, param, y):
         end[soft] = lo
         ends.append(end)
     return ends[0], ends[1]
+
+
+_KERNEL_PARAMS = dict(
+    soft_labels=[Boolean()],
+    kernel=[Options(*KERNELS)],
+    kernel_gamma=[None, Interval(Real, 0, None, closed="neither")],
+    degree=[Interval(Integral, 0, None)],
+    coef0=[Interval(Real, None, None)],
+    n_mix=[Interval(Integral, 0, None)],
+    mixup_alpha=[Interval(Real, 0, None, closed="neither")],
+    sampling=[Options(*SAMPLING)],
+    cache_size=[Interval(Real, 0, None, closed="neither")],
+    gram_dtype=[Options("auto", "float64", "float32")],
+    max_gram_mb=[Interval(Real, 0, None, closed="neither")],
+)
+
+MIXUP_SDCA = register(Solver(
+    name="mixup_sdca", family="mixup",
+    summary="MixupSDCA: SDCA on a mixup-augmented set with soft labels, linear or kernel",
+    losses=LOSSES,
+    params=dict(_KERNEL_PARAMS,
+                method=[Options(*METHODS)], conjugate=[Options("closed", "numeric")],
+                approx_grid=[Options("tight", "literal")],
+                decomp_gamma=[Options("percoord", "paper")], implicit=[Boolean()],
+                check_every=[Options("auto"), Interval(Integral, 1, None)]),
+    history=("gap_estimate", "n_active"),
+    certificate="duality gap P(f) - D(a) <= tol * P(0) on the augmented set",
+    engine=_mixup_engine, label_task=_labels_task, samples=_samples, unevaluated_nan=True))
+
+KERNEL_SGD = register(Solver(
+    name="kernel_sgd", family="mixup",
+    summary="kernel SGD with a constant step (MixupSDCA's baseline)",
+    losses=("logistic", "smooth_hinge", "squared_hinge", "squared"),
+    params=dict(_KERNEL_PARAMS, step=[None, Interval(Real, 0, None, closed="neither")],
+                step_schedule=[Options("plateau", "constant")]),
+    history=("step",),
+    certificate="duality gap P(f) - D(a) <= tol * P(0), a_i = -phi'(f(x_i)) (the SDCA dual)",
+    engine=_sgd_engine, label_task=_labels_task, samples=_samples, watch_growth=True,
+    diverge_hint="decrease step"))

@@ -28,8 +28,10 @@ class KernelModel(Model):
             raise f.fail("coef", "must be empty for a KernelModel")
         _check_kernel_file(f, meta, extra, dual)
 
-    @classmethod
-    def from_training(cls, X_orig, plan, kernel, lam_n, **kw):
+    @staticmethod
+    def training_arrays(X_orig, plan, lam_n):
+        """The extra arrays of a kernel model: lam n, the original rows (None for a
+        precomputed kernel) and the mixup plan (None without mixed points)."""
         extra = dict(lam_n=np.array(float(lam_n)))
         if X_orig is not None:
             X = sp.csr_matrix(X_orig)
@@ -38,10 +40,7 @@ class KernelModel(Model):
         if plan is not None:
             extra.update(plan_a=plan.a, plan_b=plan.b, plan_r=plan.r,
                          plan_n_orig=np.array(int(plan.n_orig)))
-        params = dict(kw.pop("params", {}))
-        params.update(kernel=kernel.kernel, kernel_gamma=kernel.gamma, coef0=kernel.coef0,
-                      degree=kernel.degree)
-        return cls(coef=np.zeros(0), extra=extra, params=params, **kw)
+        return extra
 
     @property
     def n_features(self):
