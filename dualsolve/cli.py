@@ -1,11 +1,18 @@
-"""The ``dualsolve`` command: ``train``, ``predict`` and ``demo``, with liblinear's habits.
+"""The ``dualsolve`` command: ``train``, ``predict``, ``solvers`` and ``demo``, with
+liblinear's habits.
 
 ::
 
     dualsolve train [-s solver] [-l loss] [-c C | --lam L] [-e tol] [-B bias] [-m max_epochs]
-                    [--seed S] [--no-shrinking] [-v | -q] data_file [model_file]
+                    [--seed S] [--no-shrinking] [-o NAME=VALUE ...] [-v | -q]
+                    data_file [model_file]
     dualsolve predict [-b {0,1}] [-q] data_file model_file output_file
+    dualsolve solvers [name]
     dualsolve demo [--quick] [--seed S]
+
+Every solver of the package is reachable by name (``-s``); the list, each solver's losses
+and options come from the solver descriptions of ``dualsolve._driver`` (the same ones the
+Python functions run on).
 
 Also ``python -m dualsolve``. :func:`main` returns the exit status: 0 on success, 2 on a
 usage or input error (one line on stderr starting with ``dualsolve: error:``), 130 on Ctrl-C.
@@ -27,16 +34,22 @@ import scipy.sparse as sp
 
 import dualsolve
 
-# Solver name -> name of its train function in the ``dualsolve`` namespace. A new family is
-# one line here: the CLI passes each function only the options its signature accepts, and an
-# option the user set explicitly that the solver lacks is reported as an error.
-SOLVERS = {
-    "sdca": "train_sdca",
-    "mixup_sdca": "train_mixup_sdca",
-}
 DEFAULT_SOLVER = "sdca"
 DEFAULT_LOSS = "logistic"
-LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared")
+
+
+def solver_table():
+    """Every solver description (dualsolve._driver), by name."""
+    from dualsolve._driver import solvers
+    return solvers()
+
+
+def all_losses():
+    seen = []
+    for s in solver_table().values():
+        seen += [loss for loss in s.losses if loss not in seen]
+    return tuple(seen)
+
 
 # liblinear -s numbers whose objective is exactly ours with lam = 1/(C n): the same loss and
 # L2 regularisation, so liblinear's optimum and ours coincide (liblinear's solver differs: a
@@ -122,14 +135,17 @@ def _nonnegative_int(text):
 def _solver(text):
     """``-s``: a solver name, or a liblinear number mapped to ``(solver, loss)``."""
     name = text.strip().lower()
-    if name in SOLVERS:
+    if name.startswith("train_"):
+        name = name[len("train_"):]
+    table = solver_table()
+    if name in table:
         return name, None
     try:
         number = int(name)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"unknown solver {text!r}; expected one of {', '.join(SOLVERS)} or a liblinear "
-            f"number {', '.join(map(str, LIBLINEAR_SOLVERS))}") from None
+            f"unknown solver {text!r}; expected one of {', '.join(table)} or a liblinear "
+            f"number {', '.join(map(str, LIBLINEAR_SOLVERS))} (see 'dualsolve solvers')") from None
     if number in LIBLINEAR_SOLVERS:
         return LIBLINEAR_SOLVERS[number]
     if number in LIBLINEAR_REJECTED:
@@ -139,12 +155,34 @@ def _solver(text):
         f"{', '.join(map(str, LIBLINEAR_SOLVERS))}")
 
 
-def _signature_default(solver, name):
-    fn = getattr(dualsolve, SOLVERS[solver], None)
-    if fn is None:
-        return None
-    p = inspect.signature(fn).parameters.get(name)
+def signature_default(solver, name):
+    """The default of ``name`` in ``train_<solver>``'s signature (None if it has none)."""
+    fn = getattr(dualsolve, "train_" + solver, None)
+    p = None if fn is None else inspect.signature(fn).parameters.get(name)
     return None if p is None or p.default is inspect.Parameter.empty else p.default
+
+
+def _option(text):
+    """``-o NAME=VALUE``: a solver option; the value read as None, a bool, an int, a float
+    or else a string (the solver's description validates it)."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    raw = raw.strip()
+    low = raw.lower()
+    if low == "none":
+        value = None
+    elif low in ("true", "false"):
+        value = low == "true"
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+    return name.strip(), value
 
 
 # ------------------------------------------------------------------------------ parser
@@ -222,19 +260,23 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"dualsolve {dualsolve.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
 
-    tol_default = _signature_default(DEFAULT_SOLVER, "tol")
-    epochs_default = _signature_default(DEFAULT_SOLVER, "max_epochs")
-    seed_default = _signature_default(DEFAULT_SOLVER, "seed")
+    tol_default = signature_default(DEFAULT_SOLVER, "tol")
+    epochs_default = signature_default(DEFAULT_SOLVER, "max_epochs")
+    seed_default = signature_default(DEFAULT_SOLVER, "seed")
+    losses = all_losses()
 
     t = sub.add_parser("train", help="train a model on a LIBSVM-format file",
                        description=_TRAIN_DESCRIPTION, epilog=_TRAIN_EPILOG,
                        formatter_class=_HelpFormatter)
     t.add_argument("-s", dest="solver", type=_solver, default=None, metavar="solver",
-                   help=f"solver: {', '.join(SOLVERS)}; or a liblinear number 0, 1, 2, 3, 7 "
-                        f"(see above). Default: {DEFAULT_SOLVER} with {DEFAULT_LOSS} loss")
-    t.add_argument("-l", dest="loss", choices=LOSSES, default=None, metavar="loss",
-                   help=f"loss: {', '.join(LOSSES)} (default: {DEFAULT_LOSS}, or the loss "
-                        "of the liblinear number given to -s)")
+                   help="a solver name (every train_* of the package; 'dualsolve solvers' "
+                        "lists them with their losses and options), or a liblinear number "
+                        f"0, 1, 2, 3, 7 (see above). Default: {DEFAULT_SOLVER} with "
+                        f"{DEFAULT_LOSS} loss")
+    t.add_argument("-l", dest="loss", choices=losses, default=None, metavar="loss",
+                   help=f"loss: {', '.join(losses)}, as the solver accepts (default: the "
+                        f"solver's first, {DEFAULT_LOSS} for sdca, or the loss of the "
+                        "liblinear number given to -s)")
     reg = t.add_mutually_exclusive_group()
     reg.add_argument("-c", dest="C", type=_positive_float, default=None, metavar="C",
                      help="liblinear's cost C > 0; lam = 1/(C n) (default: 1)")
@@ -257,7 +299,12 @@ def build_parser():
                         f"(default: {seed_default})")
     t.add_argument("--no-shrinking", dest="shrinking", action="store_const", const=False,
                    default=None,
-                   help="do not drop rows stuck at a bound of the dual (hinge-type losses)")
+                   help="do not drop rows stuck at a bound of the dual (hinge-type losses; "
+                        "sdca)")
+    t.add_argument("-o", dest="options", type=_option, action="append", default=[],
+                   metavar="NAME=VALUE",
+                   help="a solver option by its Python name, e.g. -o batch_size=8 -o "
+                        "check_every=auto (repeatable; 'dualsolve solvers NAME' lists them)")
     out = t.add_mutually_exclusive_group()
     out.add_argument("-v", dest="verbose", action="store_true",
                      help="print one line per epoch: primal, dual, gap, active rows, seconds "
@@ -284,6 +331,14 @@ def build_parser():
     p.add_argument("output_file", help="where to write the predictions, one per line")
     p.set_defaults(run=_cmd_predict)
 
+    so = sub.add_parser("solvers", help="list the solvers, or one solver's options",
+                        description="Without a name: every solver, its losses and what "
+                                    "'converged' certifies. With a name: its options, their "
+                                    "defaults and the values they take.",
+                        formatter_class=_HelpFormatter)
+    so.add_argument("name", nargs="?", default=None, help="a solver name (e.g. spdc)")
+    so.set_defaults(run=_cmd_solvers)
+
     d = sub.add_parser("demo", help="train on the bundled data sets and print a table",
                        description=_DEMO_DESCRIPTION, formatter_class=_HelpFormatter)
     d.add_argument("--quick", action="store_true",
@@ -303,7 +358,8 @@ def main(argv=None):
         _refuse_cross_validation_flag(argv)
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CLIError("missing command: train, predict or demo (see 'dualsolve -h')")
+            raise CLIError("missing command: train, predict, solvers or demo (see "
+                           "'dualsolve -h')")
         return args.run(args)
     except CLIError as exc:
         print(f"dualsolve: error: {exc}", file=sys.stderr)
@@ -393,21 +449,23 @@ def _last(model, field):
 
 def _resolve_solver(args):
     solver, implied_loss = args.solver or (DEFAULT_SOLVER, None)
-    loss = args.loss or implied_loss or DEFAULT_LOSS
+    description = solver_table()[solver]
+    loss = args.loss or implied_loss or (DEFAULT_LOSS if DEFAULT_LOSS in description.losses
+                                         else description.losses[0])
     if implied_loss is not None and args.loss is not None and args.loss != implied_loss:
         raise CLIError(f"-l {args.loss} contradicts -s (liblinear's number selects loss "
                        f"{implied_loss}); give one of them")
-    fn = getattr(dualsolve, SOLVERS[solver], None)
-    if fn is None:
-        raise CLIError(f"solver {solver!r} is not available in this build of dualsolve")
-    return solver, loss, fn
+    if loss not in description.losses:
+        raise CLIError(f"solver {solver!r} has no loss {loss!r}; its losses: "
+                       f"{', '.join(description.losses)}")
+    return solver, loss, getattr(dualsolve, description.function_name)
 
 
 def _solver_kwargs(fn, solver, args, loss):
-    """Keyword arguments for ``fn``: every option it accepts; an error for an option the
-    user set explicitly that it lacks."""
+    """Keyword arguments for ``fn``: the flags the user gave (an error for one the solver
+    lacks) and the -o options (an error for a name the solver does not take)."""
     accepted = inspect.signature(fn).parameters
-    wanted = dict(loss=(loss, args.loss is not None),
+    wanted = dict(loss=(loss, True),
                   lam=(args.lam, args.lam is not None), C=(args.C, args.C is not None),
                   tol=(args.tol, args.tol is not None),
                   max_epochs=(args.max_epochs, args.max_epochs is not None),
@@ -421,11 +479,17 @@ def _solver_kwargs(fn, solver, args, loss):
                  verbose="-v")
     kwargs = {}
     for name, (value, explicit) in wanted.items():
-        if name in accepted:
-            if value is not None and (explicit or name in ("loss", "verbose")):
-                kwargs[name] = value
-        elif explicit:
+        if explicit and name not in accepted:
             raise CLIError(f"solver {solver!r} has no option {flags[name]}")
+        if explicit:
+            kwargs[name] = value
+    own = solver_table()[solver].params
+    for name, value in args.options:
+        if name not in own:
+            known = ", ".join(sorted(own)) or "none"
+            raise CLIError(f"solver {solver!r} has no option {name!r} (-o); its options: "
+                           f"{known}")
+        kwargs[name] = value
     return kwargs
 
 
@@ -437,8 +501,8 @@ def _check_finite(X, path):
                        f"(instance {row}, value {X.data[k]})")
 
 
-def _check_training_labels(y, loss, path):
-    if loss == "squared":
+def _check_training_labels(y, task, path):
+    if task != "binary":
         return
     values = np.unique(y)
     if values.size != 2:
@@ -458,7 +522,8 @@ def _cmd_train(args):
     if X.shape[0] == 0:
         raise CLIError(f"data file '{args.data_file}' has no instances")
     _check_finite(X, args.data_file)
-    _check_training_labels(y, loss, args.data_file)
+    task = solver_table()[solver].task(loss, kwargs)
+    _check_training_labels(y, task, args.data_file)
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -593,6 +658,31 @@ def squared_correlation(a, b):
     b = np.asarray(b, dtype=np.float64) - np.mean(b)
     den = float(a @ a) * float(b @ b)
     return float(a @ b) ** 2 / den if den > 0 else float("nan")
+
+
+# ------------------------------------------------------------------------------ solvers
+
+def _cmd_solvers(args):
+    from dualsolve._params import describe
+    table = solver_table()
+    if args.name is None:
+        width = max(len(n) for n in table)
+        for name, s in table.items():
+            print(f"{name:<{width}}  {s.summary}")
+            print(f"{'':<{width}}  losses: {', '.join(s.losses)}")
+            print(f"{'':<{width}}  converged: {s.certificate}")
+        return 0
+    name = args.name[len("train_"):] if args.name.startswith("train_") else args.name
+    if name not in table:
+        raise CLIError(f"unknown solver {args.name!r}; 'dualsolve solvers' lists them")
+    s = table[name]
+    print(f"{name} ({s.function_name}): {s.summary}")
+    print(f"losses: {', '.join(s.losses)}")
+    print(f"converged: {s.certificate}")
+    print("options (-o NAME=VALUE):")
+    for key, constraints in s.params.items():
+        print(f"  {key} = {signature_default(name, key)!r}: {describe(constraints)}")
+    return 0
 
 
 # ------------------------------------------------------------------------------ demo

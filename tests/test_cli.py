@@ -3,11 +3,13 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
 import dualsolve
+import dualsolve as ds
 from dualsolve import cli
 from dualsolve.datasets import dump_svmlight, load
 
@@ -481,3 +483,70 @@ def test_python_m_dualsolve_help(tmp_path):
     assert r.returncode == 2
     assert r.stderr == "dualsolve: error: argument -c: must be > 0, got '-1' " \
                        "(see 'dualsolve train -h')\n"
+
+
+# ------------------------------------------------------------------ every solver, by name
+
+@pytest.fixture(scope="module")
+def kin8nm_file(tmp_path_factory):
+    X, y = ds.datasets.load("kin8nm")
+    path = tmp_path_factory.mktemp("cli") / "kin8nm.svm"
+    ds.dump_svmlight(X[:400], y[:400], str(path))
+    return path
+
+
+def test_solvers_lists_every_solver_with_losses(capsys):
+    from dualsolve._driver import solvers
+    rc, out, err = run(["solvers"], capsys)
+    assert rc == 0 and err == ""
+    for name, s in solvers().items():
+        assert f"{name}  " in out or out.startswith(name)
+        assert f"losses: {', '.join(s.losses)}" in out
+        assert f"converged: {s.certificate}" in out
+    rc, out, _ = run(["solvers", "sdca"], capsys)
+    assert rc == 0 and "shrinking = True: a bool" in out and "check_every = 'auto'" in out
+    assert_usage_error(*run(["solvers", "nosuch"], capsys), "unknown solver 'nosuch'")
+
+
+def _every_solver():
+    from dualsolve._driver import solvers
+    return sorted(solvers())
+
+
+@pytest.mark.parametrize("name", _every_solver())
+def test_train_and_predict_with_every_solver(name, heart_file, kin8nm_file, tmp_path, capsys):
+    """dualsolve train -s NAME trains what train_NAME trains (same options, same seed)."""
+    from dualsolve._driver import solvers
+    s = solvers()[name]
+    loss = "logistic" if "logistic" in s.losses else s.losses[0]
+    regression = s.task(loss, {}) == "regression"
+    data = kin8nm_file if regression else heart_file[0]
+    model = tmp_path / "m.model"
+    rc, out, err = run(["train", "-s", name, "-l", loss, "-m", "3", "-q", data, model], capsys)
+    assert rc == 0, err
+    m = ds.load_model(model)
+    assert m.solver == name and m.n_epochs <= 3
+    X, y = ds.load_svmlight(str(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = getattr(ds, s.function_name)(X, y, loss=loss, max_epochs=3)
+    np.testing.assert_array_equal(m.coef, direct.coef)
+    rc, out, err = run(["predict", data, model, tmp_path / "p.txt"], capsys)
+    assert rc == 0, err
+    assert len(read_lines(tmp_path / "p.txt")) == X.shape[0]
+
+
+def test_options_by_name_reach_the_solver(heart_file, tmp_path, capsys):
+    path, (X, y) = heart_file
+    model = tmp_path / "m.model"
+    rc, _, err = run(["train", "-s", "sdca", "-o", "check_every=2", "-o", "sampling=uniform",
+                      "-q", path, model], capsys)
+    assert rc == 0, err
+    m = ds.load_model(model)
+    assert m.params["check_every"] == 2 and m.params["sampling"] == "uniform"
+    assert_usage_error(*run(["train", "-o", "nosuch=1", path, model], capsys),
+                       "solver 'sdca' has no option 'nosuch' (-o)")
+    assert_usage_error(*run(["train", "-o", "check_every=0", path, model], capsys),
+                       "check_every must be 'auto' or an integer in [1, inf)")
+    assert_usage_error(*run(["train", "-o", "check_every", path, model], capsys),
+                       "expected NAME=VALUE")

@@ -431,7 +431,7 @@ MIXUP_SDCA = register(Solver(
 
 KERNEL_SGD = register(Solver(
     name="kernel_sgd", family="mixup",
-    summary="kernel SGD with a constant step (MixupSDCA's baseline)",
+    summary="kernel SGD (MixupSDCA's baseline), certified by the SDCA dual's gap",
     losses=("logistic", "smooth_hinge", "squared_hinge", "squared"),
     params=dict(_KERNEL_PARAMS, step=[None, Interval(Real, 0, None, closed="neither")],
                 step_schedule=[Options("plateau", "constant")]),
