@@ -5,7 +5,7 @@ solver with per-feature state cannot do better than the access pattern it needs,
 bench times, in one process and in alternating rounds:
 
 * ``X @ w`` (scipy, rows in storage order): the unit;
-* floors from ``dualsolve._core.memfloor.touch_rows`` (no solver arithmetic, same
+* floors from ``touch_rows`` of ``bench/memfloor.pyx`` (compiled on first use) (no solver arithmetic, same
   prefetching as the solvers, rows drawn uniformly with replacement like the solvers):
   - ``gather8_random``: the dot products of ``X @ w`` with the rows in random order (what
     random sampling alone costs);
@@ -46,7 +46,9 @@ import peers  # noqa: E402
 from auc_imbalanced import ppd_sg_epoch_seconds, ppd_sg_run_seconds  # noqa: E402
 from primal_dual_news20 import epoch_times  # noqa: E402
 
-from dualsolve._core.memfloor import touch_rows  # noqa: E402
+from compiled import memfloor  # noqa: E402
+
+touch_rows = memfloor().touch_rows
 
 # solver -> the floor of its access pattern
 PATTERN = {"spdc": "rmw16_random", "adf_spdc": "rmw16_random", "ppd_sg": "rmw8_random",
