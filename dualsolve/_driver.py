@@ -210,6 +210,22 @@ class _read_only:
         return False
 
 
+#: above this max_i ||x_i||^2 / (lam n), first-order and coordinate methods need very many
+#: epochs per digit of accuracy
+ILL_CONDITIONED = 1e4
+
+
+def _conditioning(p):
+    """A sentence for the max_epochs warning when X is badly scaled for this lam."""
+    if p.lam <= 0 or p.X.sqnorm is None or not len(p.X.sqnorm):
+        return ""
+    kappa = float(np.max(p.X.sqnorm)) / (p.lam * p.n)
+    if kappa <= ILL_CONDITIONED:
+        return ""
+    return (f". The problem is badly conditioned for this lam (max ||x_i||^2 / (lam n) = "
+            f"{kappa:.2g}): standardise the columns of X, or raise lam")
+
+
 def _memory_error(solver, p, exc):
     n, d = p.X.shape
     why = f": {exc}" if exc is not None and str(exc) else ""
@@ -239,8 +255,8 @@ def _warn(solver, p, res, mon, model):
         if np.isfinite(res.measure):
             reached = f": {res.measure:.3e} > {res.threshold:.3e}"
         warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
-                      f"({solver.certificate}{reached}); increase max_epochs or tol",
-                      ConvergenceWarning, stacklevel=3)
+                      f"({solver.certificate}{reached}); increase max_epochs or tol"
+                      f"{_conditioning(p)}", ConvergenceWarning, stacklevel=3)
     elif model.stop_reason == "diverged":
         last = model.history["primal"][-1] if len(model.history) else float("nan")
         epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs
