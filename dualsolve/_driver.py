@@ -256,10 +256,10 @@ def _warn(solver, p, res, mon, model):
             reached = f": {res.measure:.3e} > {res.threshold:.3e}"
         warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
                       f"({solver.certificate}{reached}); increase max_epochs or tol"
-                      f"{_conditioning(p)}", ConvergenceWarning, stacklevel=3)
+                      f"{_conditioning(p)}", ConvergenceWarning, stacklevel=4)
     elif model.stop_reason == "diverged":
         last = model.history["primal"][-1] if len(model.history) else float("nan")
         epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs
         warnings.warn(f"{name} diverged at epoch {epoch} (objective {last:.3e}); "
                       f"{solver.diverge_hint or 'the iterate is not a solution'}",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=4)
