@@ -263,3 +263,13 @@ def _warn(solver, p, res, mon, model):
         warnings.warn(f"{name} diverged at epoch {epoch} (objective {last:.3e}); "
                       f"{solver.diverge_hint or 'the iterate is not a solution'}",
                       ConvergenceWarning, stacklevel=4)
+
+
+def certificate_table():
+    """The markdown table of docs/api.md: every solver, its losses and what "converged"
+    certifies (tests/test_docs_api.py keeps the page equal to it)."""
+    lines = ["| solver | losses | stop_reason \"converged\" means |", "|---|---|---|"]
+    for name in sorted(_REGISTRY):
+        s = _REGISTRY[name]
+        lines.append(f"| `{s.function_name}` | {', '.join(s.losses)} | {s.certificate} |")
+    return "\n".join(lines)
