@@ -1,8 +1,8 @@
 """Per-epoch cost of ``train_mixup_sdca(kernel="linear")`` against ``train_sdca`` on news20.
 
-Acceptance item (spec seed0_mixup.md 4.2): the linear-kernel path of the mixup solver runs
-on the SDCA engine of ``train_sdca``, so its pass over the data should cost no more than
-1.2x train_sdca's.
+Target (docs/mixup.md, "Linear-kernel cost on news20"): the linear-kernel path of the mixup
+solver runs on the SDCA engine of ``train_sdca``, so its pass over the data should cost no
+more than 1.2x train_sdca's.
 
 Measured here, logistic loss, lam = 1/n, seed 0, single thread:
 

@@ -2,7 +2,7 @@
 paper's Table I (Obi et al. 2025, Sec. VII-A), asked of the small real data sets we have.
 
 The paper's toxicity data (24 chemicals, gene-expression features) is not available, so the
-protocol is copied onto small draws from bundled data sets (spec seed0_mixup.md 5.1):
+protocol (Sec. VII-A) is copied onto small draws from bundled data sets:
 
 * data: heart_scale, spambase, magic04, mammography; each seed draws 24 rows, 12 of each
   class (class-balanced, like the paper's 13/11 and 15/9; mammography has 2.3% positives, so
@@ -16,7 +16,7 @@ protocol is copied onto small draws from bundled data sets (spec seed0_mixup.md 
   kernel; solved by ``train_mixup_sdca(method="exact", tol=1e-6)`` (every method has the
   same optimum);
 * lam = c / n (n the training size, mixup points included) and the RBF width
-  ``gamma = m / n_features`` chosen by an inner cross-validation on the 23: 5-fold,
+  ``kernel_gamma = m / n_features`` chosen by an inner cross-validation on the 23: 5-fold,
   class-stratified and seeded by default (``--inner-folds 0`` gives the paper's inner
   leave-one-out, about 4.5x slower); mixup is applied inside each inner fold too; the
   criterion is the pooled AUROC of the out-of-fold scores; grid
@@ -54,7 +54,7 @@ PER_CLASS = 12
 N_MIX = 50
 LAM_C = (10.0, 1.0, 0.1)          # lam = c / n, strongest first (tie-break order)
 GAMMA_M = (0.25, 1.0, 4.0)        # rbf gamma = m / n_features, widest first
-# Table I of the paper (AUROC; neurotoxicity, cardiotoxicity), spec 5.1
+# Table I of the paper (AUROC; neurotoxicity, cardiotoxicity)
 PAPER = {"smooth_hinge": dict(neuro=(0.881, 0.909), cardio=(0.818, 0.857)),
          "logistic": dict(neuro=(0.888, 0.923), cardio=(0.832, 0.902)),
          "squared_hinge": dict(neuro=(0.685, 0.797), cardio=(0.643, 0.862))}

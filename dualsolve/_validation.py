@@ -183,7 +183,7 @@ def check_labels(y, n_samples, task, name="y"):
     if task == "soft":
         if np.abs(y).max() > 1.0:
             raise ValueError(f"{name} must lie in [-1, 1] (soft labels); max |y| = {np.abs(y).max()!r}")
-        # snap to the exact labels so that the |y| = 1 code paths trigger (spec seed0 6.2)
+        # snap to the exact labels so that the |y| = 1 code paths trigger (docs/mixup.md)
         y = np.where(np.abs(y) >= 1.0 - 1e-12, np.sign(y), y)
     return y, None
 

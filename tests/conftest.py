@@ -123,7 +123,7 @@ def references():
 
 
 # ---------------------------------------------------------------------------------------
-# kernel mixup family (spec seed0): NumPy oracles in tests/helpers/mixup_reference.py
+# kernel mixup family (docs/mixup.md): NumPy oracles in tests/helpers/mixup_reference.py
 
 
 def _helper_module(name):
@@ -165,5 +165,5 @@ def yacht(spectral):
 
 @pytest.fixture(scope="session")
 def adf_fixtures():
-    """The module tests/helpers/adfsdca_fixtures.py: the spec's F1 and F3 problems."""
+    """The module tests/helpers/adfsdca_fixtures.py: the synthetic F1-F3 problems."""
     return _helper_module("adfsdca_fixtures")

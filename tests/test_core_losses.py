@@ -1,4 +1,5 @@
-"""The loss table against independent numerical computations (spec seed0 sections 2 and 3.5)."""
+"""The loss table against independent numerical computations: values, derivatives, the
+closed-form conjugates and exact coordinate steps of docs/mixup.md (soft labels y in [-1, 1])."""
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -52,7 +53,7 @@ def test_smooth_hinge_conjugate_any_smoothing(g):
 
 
 def test_smooth_hinge_simplified_form_only_valid_for_small_smoothing():
-    """spec 2.2: |a-y| - 1 + g/2 {..} equals the clipping form for g <= 1, not for g = 1.5."""
+    """|a-y| - 1 + g/2 {..} equals the clipping form for g <= 1, not for g = 1.5."""
     def simplified(a, y, g):
         c1, c2 = (1 + y) / 2, (1 - y) / 2
         extra = c1 + (a - c1) ** 2 / c2 if a >= y else c2 + (a + c2) ** 2 / c1
@@ -108,7 +109,7 @@ def test_label_identities():
 
 @pytest.mark.parametrize("loss", CLASSIF)
 def test_argmin_of_conjugate_is_alpha_diamond(loss):
-    """alpha_diamond = -phi'(0; y) minimises h (spec 2.2)."""
+    """alpha_diamond = -phi'(0; y) (Algorithm 2 of the mixup paper) minimises h."""
     for y in labels_for(loss):
         ad = -losses.derivative(loss, 0.0, y)
         lo, hi = losses.dual_bounds(loss, np.array([y]))

@@ -1,4 +1,5 @@
-"""Mixup augmentation and kernel columns (spec seed0 sections 1.1, 1.2, 4.1; tests 12, 13).
+"""Mixup augmentation (Obi, Saito, Sasaki & Kato, 2025, eq. 1) and kernel columns of the
+augmented set (docs/mixup.md).
 
 Every reference here is plain NumPy on materialised rows: RBF through explicit differences
 ``||x_p - x_q||^2`` (never through the inner-product identity the code uses), poly and linear
@@ -23,7 +24,7 @@ KERNELS = {
 
 
 def synthetic(n_o=60, d=5, seed=0):
-    """The spec's small problem: n_o = 60, d = 5, dense rows, two classes."""
+    """A small problem: n_o = 60, d = 5, dense rows, two classes."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_o, d))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=n_o) > 0, 1.0, -1.0)
@@ -60,7 +61,7 @@ def spam_mix():
 
 
 # ---------------------------------------------------------------------------------------
-# spec test 13: the generator
+# the generator
 
 
 def test_generator_shape_originals_first_and_mixed_rows(heart_mix):
@@ -208,7 +209,7 @@ def test_mixing_matrix_degenerate_pairs():
 
 
 # ---------------------------------------------------------------------------------------
-# spec test 12: mixed-kernel identities
+# mixed-kernel identities
 
 
 @pytest.mark.parametrize("data", ["synthetic", "heart"])
@@ -335,7 +336,7 @@ def test_no_plan_and_degenerate_plan():
 
 @pytest.mark.parametrize("kname", ["linear", "rbf", "poly"])
 def test_single_point(kname):
-    """n = 1 (spec 16): every source, with and without a mixed point."""
+    """n = 1: every source, with and without a mixed point."""
     kern = KERNELS[kname]
     X = sp.csr_matrix(np.array([[0.5, -1.0, 2.0]]))
     k11 = reference_kernel(X.toarray(), X.toarray(), kern)

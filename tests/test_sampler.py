@@ -1,4 +1,6 @@
-"""Sum-tree and alias samplers of dualsolve._core.sampler (spec seed3 sections 2.6, 6 item 8)."""
+"""Sum-tree and alias samplers of dualsolve._core.sampler (He, Tappenden & Takac, 2018,
+Sec. 6.1): the tree's sums after updates, empirical frequencies against the weights, zero
+weights never drawn, bad input."""
 import numpy as np
 import pytest
 from scipy.stats import chisquare

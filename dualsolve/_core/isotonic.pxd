@@ -1,6 +1,8 @@
 # cython: language_level=3
 """Isotonic regression (pool adjacent violators) and the exact Euclidean projection onto a
-permutahedron (spec seed4 section 2.1, section 3.4).
+permutahedron: the dual step of SOREL (Y. Ge, R. Jiang, "SOREL: A Stochastic Algorithm for
+Spectral Risks Minimization", 2024, Sec. 3.2, Algorithm 1 line 4), by one sort and pool
+adjacent violators (Lim & Wright, 2016; Blondel et al., 2020). See docs/spectral.md.
 
 The permutahedron of sigma is P(sigma) = conv{all permutations of sigma}. For z in R^n,
 

@@ -10,7 +10,7 @@ A kernel is a :c:type:`KernelSpec` (scikit-learn's conventions)::
 
 Every kernel is evaluated from the inner product and the two squared norms
 (:c:func:`kernel_from_dot`), so that a kernel entry between augmented (mixup) points needs
-only inner products of originals (spec seed0 section 1.2).
+only inner products of originals (docs/mixup.md, "Problem").
 
 A :c:type:`ColumnSource` hands the solver columns of the n x n kernel matrix ``K`` of the
 training set and its diagonal, without the GIL::

@@ -269,7 +269,7 @@ def augmented_sqnorms(X_orig, plan=None):
     """Squared norms of the augmented points (originals, then mixed), without the mixed rows.
 
     Uses ``||(1-r) x_a + r x_b||^2 = (1-r)^2 ||x_a||^2 + 2 r (1-r) <x_a, x_b> + r^2 ||x_b||^2``
-    with ``<x_a, x_b>`` from one sparse dot per mixed point (spec seed0 section 4.2 (b)).
+    with ``<x_a, x_b>`` from one sparse dot per mixed point (docs/mixup.md, "Kernel options").
     """
     X64, sq_o = _csr64(X_orig, "X_orig")
     a, b, r = _plan_arrays(plan, X64.shape[0])
@@ -487,7 +487,7 @@ cdef class DenseGram(StoredGram):
 
 
 cdef class PrecomputedGram(StoredGram):
-    """The user's kernel matrix of the AUGMENTED set (kernel="precomputed", spec 6.1).
+    """The user's kernel matrix of the AUGMENTED set (kernel="precomputed"; docs/mixup.md).
 
     A C-contiguous float64 or float32 array is used without a copy; anything else is
     converted once to float64. It must be square (n x n), finite and symmetric to 1e-10

@@ -1,23 +1,24 @@
 # cython: language_level=3
 """One table of losses: value, derivative, convex conjugate and exact dual coordinate step.
 
-Every classification loss is written for labels ``y`` in [-1, 1] (the mixup form of
-spec seed0 section 2.2)::
+Every classification loss is written for labels ``y`` in [-1, 1] (the mixup loss, eq. 2 of
+Obi, Saito, Sasaki & Kato, 2025)::
 
     phi(s; y) = c1 * phi0(s) + c2 * phi0(-s),    c1 = (1 + y)/2,  c2 = (1 - y)/2
 
 which is ``phi0(y s)`` for y = +1 / -1. The squared loss is ``(s - y)^2 / 2`` for any real y.
 
-Dual convention (spec seed0 section 1.5): ``w = X^T alpha / (lam n)`` and the dual
+Dual convention (that paper's eqs. 4-5): ``w = X^T alpha / (lam n)`` and the dual
 coordinate ``alpha_i`` carries the sign of the label. The conjugate term of the dual is
 
     h(a; y) = phi*(-a; y) = sup_s ( -a s - phi(s; y) )      (+inf outside its domain)
 
 so that ``D(alpha) = -(lam/2)||w||^2 - (1/n) sum_i h(alpha_i; y_i)``. The exact coordinate
 step minimises ``h(a) + z (a - a0) + (A/2)(a - a0)^2`` with ``z = x_i.w`` and
-``A = ||x_i||^2 / (lam n)``.
+``A = ||x_i||^2 / (lam n)``. The closed forms of h and of the step for soft labels are not in
+the paper; they are listed in docs/mixup.md.
 
-Base losses (``param`` is the loss's one parameter, gamma in the spec):
+Base losses (``param`` is the loss's one parameter, the paper's gamma_sm for the hinge variants):
 
     LOSS_LOGISTIC       phi0(s) = log(1 + exp(-s))
     LOSS_SQUARED_HINGE  phi0(s) = max(0, 1 - s)^2 / (2 param)   (param = 1/2: liblinear's L2 loss)
@@ -104,7 +105,7 @@ cdef inline double loss_value(const Loss* L, double s, double y) noexcept nogil:
     """phi(s; y)."""
     cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), t
     if L.kind == LOSS_LOGISTIC:
-        # softplus(s) = softplus(-s) + s, so this is softplus(-s) + c2 s (spec 2.2) written
+        # softplus(s) = softplus(-s) + s, so this is softplus(-s) + c2 s, written
         # so that binary labels need no cancellation.
         t = 0.0
         if c1 != 0.0:
@@ -174,7 +175,7 @@ cdef inline void loss_dual_bounds(const Loss* L, double y, double* lo, double* h
 
 
 cdef inline double _smooth_hinge_conj_u(double a, double c1, double c2, double g) noexcept nogil:
-    """Minimiser u* of the infimal convolution for a soft label (spec 2.2, any g > 0)."""
+    """Minimiser u* of the infimal convolution (eq. 6) for a soft label (any g > 0)."""
     cdef double u = -2.0 * c1 * c2 / g - c1 * a
     cdef double lo = -c1 if -c1 > -c2 - a else -c2 - a
     cdef double hi = 0.0 if 0.0 < -a else -a
@@ -305,7 +306,7 @@ cdef inline double _smooth_loss_step_bisect(const Loss* L, double y, double z, d
 
 cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
                                   double A) noexcept nogil:
-    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over the domain of h (spec 3.5)."""
+    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over the domain of h (docs/mixup.md)."""
     cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), g = L.param
     cdef double b, aM, aL, aR, dL, dR, cc, r
     if L.kind == LOSS_SQUARED:
@@ -331,7 +332,7 @@ cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
             return clip((1.0 + b) / (A + g), 0.0, 1.0)
         if y <= -1.0:
             return clip((-1.0 + b) / (A + g), -1.0, 0.0)
-        if g > 1.0:   # the closed form below needs g <= 1 (spec 2.2)
+        if g > 1.0:   # the closed form below needs g <= 1
             return _smooth_loss_step_bisect(L, y, z, a0, A, -c1, c2)
         dL = -1.0 + g + z + A * (y - a0)
         if dL > 0.0:

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Sampling from non-uniform probabilities (spec seed3 section 2.6).
+"""Sampling from non-uniform probabilities (X. He, R. Tappenden, M. Takac, "Dual free adaptive
+minibatch SDCA for empirical risk minimization", 2018, Secs. 6.1-6.2).
 
 SumTree: n nonnegative weights in a complete binary tree with O(log n) ``set`` and
 ``sample`` and the total at the root (adaptive probabilities that change one weight at a
@@ -9,7 +10,7 @@ a delta, so rounding cannot accumulate over millions of updates.
 
 AliasTable: Vose's alias method for a fixed distribution: O(n) build, O(1) per draw.
 
-MbSampler: fixed-size non-uniform mini-batches (section 2.7): water-filling of weights to
+MbSampler: fixed-size non-uniform mini-batches (Sec. 6.2): water-filling of weights to
 marginals q (sum b, q <= 1), then exactly b distinct indices with P(i in S) = q_i, by the
 paper's Algorithm 3 (corrected, O(m) after an O(m log m) sort of the m positive weights) or
 by systematic (Madow) sampling (O(m), no sort).
@@ -44,7 +45,7 @@ ctypedef struct AliasTable:
     bint owned
 
 
-# Fixed-size non-uniform mini-batch sampling (spec seed3 section 2.7): b distinct indices
+# Fixed-size non-uniform mini-batch sampling (He et al., 2018, Sec. 6.2): b distinct indices
 # with inclusion probabilities q_i = P(i in S), sum_i q_i = b, 0 <= q_i <= 1, the q obtained
 # by water-filling from nonnegative weights: q_i = min(1, c w_i) with c such that
 # sum q = b_eff, b_eff = min(b, number of positive weights).

@@ -140,7 +140,7 @@ cdef int alias_build(AliasTable* a, const double* weights) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# Fixed-size non-uniform mini-batch sampling (spec 2.7)
+# Fixed-size non-uniform mini-batch sampling (He, Tappenden & Takac, 2018, Sec. 6.2)
 
 
 cdef int mbsampler_init(MbSampler* s, Py_ssize_t n) noexcept nogil:
@@ -252,7 +252,9 @@ cdef Py_ssize_t mb_waterfill_sorted(const double* ws, Py_ssize_t m, Py_ssize_t b
 
 cdef Py_ssize_t mb_alg3_decompose(const double* qs, Py_ssize_t m, Py_ssize_t b, double* cum,
                                   Py_ssize_t* comp_I, Py_ssize_t* comp_J) noexcept nogil:
-    """Algorithm 3 (spec 2.7, corrected): write the marginals qs[0:m] (descending, in
+    """Algorithm 3 of He et al. (2018), misprints corrected (line 5's ``p_i = q_b`` is
+    ``q_i = q_b``; eq. 31's ``j/b`` is ``j^k/b``; its first term, whose denominator is 0 when
+    j^k = b, applies only when j^k > b): write the marginals qs[0:m] (descending, in
     (0, 1], sum b, 1 <= b <= m) as a mixture of components k = 0..K-1 with masses r_k:
     component k takes the positions [0, I_k) and b - I_k positions drawn uniformly from the
     tie block [I_k, J_k] (0-based), which contains position b - 1. cum[k] = r_0 + .. + r_k.
@@ -264,7 +266,7 @@ cdef Py_ssize_t mb_alg3_decompose(const double* qs, Py_ssize_t m, Py_ssize_t b, 
     amounts that make the top meet the block and the block meet the next entry (31), then
     A += r, c -= (b - I)/B r (32), and the block grows by the entry that met it (forced, so
     there are at most m steps) and by every further neighbour within 1e-12 * qs[0] of c
-    (pitfall 9: exact float ties would loop or leave zero-mass components). Stops when
+    (exact float ties would loop or leave zero-mass components). Stops when
     c <= 1e-12 * qs[0]."""
     cdef Py_ssize_t I = b - 1, J = b - 1, K = 0, B, mc
     cdef double tol = 1e-12 * qs[0], A = 0.0, c = qs[b - 1], r, r1, r2, nxt, total = 0.0
@@ -562,7 +564,8 @@ _MB_KINDS = {"alg3": MB_ALG3, "systematic": MB_SYSTEMATIC}
 
 
 def waterfill(weights, Py_ssize_t b):
-    """q_i = min(1, c w_i) with sum q = b_eff = min(b, #positive weights) (spec 2.7).
+    """q_i = min(1, c w_i) with sum q = b_eff = min(b, #positive weights): marginals that
+    Algorithm 3 of He et al. (2018) accepts (q_i <= 1), which b p* of their eq. 17 may violate.
     Returns (q by index, b_eff); q_i = 0 where w_i = 0."""
     cdef const double[::1] w = _weights_array(weights)
     cdef Py_ssize_t n = w.shape[0]

@@ -55,8 +55,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         phi0 of the table in ``dualsolve._core.losses``: log(1+e^-s) (the paper's BCE); the
         smoothed hinge of width ``smoothing`` (default 0.5); max(0, 1-s)^2 (liblinear's L2
         loss; strong convexity gamma = 1/2 of its conjugate); max(0, 1-s)
-        (``method="exact"`` only); (s - y)^2 / 2 (the paper's mixup squared loss minus the
-        constant (1-y^2)/2).
+        (``method="exact"`` only); (s - y)^2 / 2 (the mixup loss of phi0(s) = (1-s)^2/2
+        minus the constant (1-y^2)/2).
     lam : float > 0, optional
         Default 1/n (n counts the mixup points). Give lam or C.
     C : float > 0, optional
@@ -76,9 +76,9 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         eq. 21 with Algorithm 2's lower bound (``approx_grid`` "tight": the qualifying grid
         point closest to the coordinate's optimum, or "literal": eqs. 17/19 as printed);
         decomp: vanilla SDCA on the decomposed dual with up to two binary-label
-        coordinates per point (Section IV; ``decomp_gamma`` "percoord" gamma/c_j, the
-        strong convexity of each weighted coordinate, or "paper" gamma/2); exact: exact
-        coordinate maximisation (train_sdca's steps; the only one for hinge). See
+        coordinates per point (Section VI; ``decomp_gamma`` "percoord" gamma/c_j, the
+        strong convexity of each weighted coordinate, or "paper" Lemma 3's gamma/2); exact:
+        exact coordinate maximisation (train_sdca's steps; the only one for hinge). See
         docs/mixup.md.
     implicit : bool
         Linear kernel with mixup: keep mixed rows as (a, b, r) instead of materialising them.
@@ -143,8 +143,8 @@ def train_kernel_sgd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         ``step lam < 1``.
     ``step_schedule`` : {"plateau", "constant"}
         A constant step settles in a noise ball whose size grows with the step, so it
-        reaches a small ``tol`` only by chance. "plateau" (default) halves the step after
-        an epoch whose gap is not below the previous one, so the iterates go on to the
+        reaches a small ``tol`` only by chance. "plateau" (default) halves the step when
+        the gap has not reached a new low for 3 epochs, so the iterates go on to the
         optimum; "constant" is the paper's baseline (then the run may end at
         ``max_epochs`` with a warning giving the gap).
     The other parameters are those of :func:`train_mixup_sdca` (``kernel`` may not be
@@ -279,8 +279,8 @@ def _mixup_engine(p, o, mon):
 def _coordinates(y, method):
     """(labels, point of each coordinate or None, loss weight or None): one coordinate per
     point, or for decomp one per (point, sign) with 1 + sign y > 0, weighted
-    c_j = n~ (1 + y_j) / (2 n) (the decomposition of Section IV, with the weights that keep
-    the objective's scale)."""
+    c_j = n~ (1 + y_j) / (2 n) (the decomposition of the paper's Section VI, with the weights
+    that keep the objective's scale: docs/mixup.md)."""
     if method != "decomp":
         return y, None, None
     n = y.shape[0]

@@ -1,4 +1,5 @@
-"""Mixup augmentation (spec seed0 section 1.1): mixed rows, soft labels and the mixing matrix.
+"""Mixup augmentation (Obi, Saito, Sasaki & Kato, 2025, eq. 1): mixed rows, soft labels and
+the mixing matrix.
 
 A mixed example is ``x = (1-r) x_a + r x_b`` with ``y = (1-r) y_a + r y_b``. Everything about
 the augmented set follows from the *plan* ``(a, b, r)``: the mixing matrix ``M`` (originals
@@ -15,7 +16,8 @@ from .._validation import check_csr, check_labels, check_int, check_positive, ch
 
 __all__ = ["mixup_augment", "MixupPlan"]
 
-# spec 6.2: labels this close to +-1 are +-1, so the |y| = 1 code paths of the losses trigger
+# labels this close to +-1 are +-1, so the |y| = 1 code paths of the losses trigger
+# (docs/mixup.md, "Problem")
 _SNAP = 1e-12
 
 
@@ -67,13 +69,13 @@ class MixupPlan(NamedTuple):
 
 
 def mixup_augment(X, y, n_mix, mixup_alpha=1.0, seed=0, materialize=True):
-    """Append ``n_mix`` mixup examples to ``(X, y)`` (spec seed0 section 1.1).
+    """Append ``n_mix`` mixup examples to ``(X, y)`` (eq. 1 of Obi et al., 2025).
 
     Pairs ``(a, b)`` are drawn independently and uniformly, with replacement, from the
     originals; the ratio ``r ~ Beta(mixup_alpha, mixup_alpha)``; the new example is
     ``x = (1-r) x_a + r x_b`` with label ``y = (1-r) y_a + r y_b``. A same-class pair gets
     exactly ``y_a`` (the floating-point combination may miss +-1), and any label with
-    ``|y| >= 1 - 1e-12`` is snapped to ``sign(y)`` (spec 6.2).
+    ``|y| >= 1 - 1e-12`` is snapped to ``sign(y)`` (see docs/mixup.md).
 
     Parameters
     ----------

@@ -1,11 +1,13 @@
 # cython: language_level=3
 """SDCA coordinate step rules, shared by the linear engine (_sdca.pyx) and the kernel loop
-(mixup/_kernel_sdca.pyx). Spec seed0 sections 3.1-3.5.
+(mixup/_kernel_sdca.pyx): the steps of MixupSDCA (Obi, Saito, Sasaki & Kato, 2025,
+Secs. IV-VI; equation and algorithm numbers below are the paper's) and the exact step.
+Derivations, errata and choices: docs/mixup.md.
 
 Every rule maps (z = current score, a0 = current dual, A = K_ii / (lam n)) to the new dual
 value of one coordinate. With a loss weight c (a coordinate whose loss is c phi, as in the
 decomposed mixup dual), the rule runs on b = a / c with A c in place of A and returns c b:
-the weighted problem in b is the unweighted one (spec 3.4, gamma_j = gamma / c_j).
+the weighted problem in b is the unweighted one (strong convexity gamma_j = gamma / c_j).
 
     STEP_EXACT      argmin of the dual along the coordinate (closed forms; Newton for
                     logistic): liblinear's step and train_sdca's.
@@ -78,7 +80,7 @@ cdef inline double _grid_point(double k, double n, double end) noexcept nogil:
 
 cdef inline double _approx_gap(const Loss* L, double y, double z, double a0, double grid_n,
                                double end, bint tight) noexcept nogil:
-    """F~ of Algorithm 2 (spec 3.3): the Fenchel-Young gap with h(a0) replaced by
+    """F~ of Algorithm 2 (eq. 14): the Fenchel-Young gap with h(a0) replaced by
     h(alpha~) <= h(a0), alpha~ = -phi'(zeta~) for a qualifying grid point zeta~ (or 0)."""
     cdef double ad = -loss_deriv(L, 0.0, y)      # alpha_diamond, the minimiser of h
     cdef double zeta = 0.0, cand, at
@@ -121,7 +123,7 @@ cdef inline double _vanilla(const Loss* L, double y, double z, double a0, double
         F = loss_value(L, z, y) + _numeric_conj(L, a0, y) + a0 * z
     else:
         F = loss_value(L, z, y) + loss_conj(L, a0, y) + a0 * z
-    if F < 0.0:                                  # rounding near the optimum (spec 6.3)
+    if F < 0.0:                                  # rounding near the optimum
         F = 0.0
     sbar = g / (A + g)
     eta = (F + 0.5 * gq2) / gq2

@@ -1,8 +1,9 @@
-"""Independent NumPy oracles for the kernel-mixup family (spec seed0).
+"""Independent NumPy oracles for the kernel-mixup family (MixupSDCA: Obi, Saito, Sasaki &
+Kato, 2025; equation, algorithm and section numbers below are that paper's).
 
 Nothing here uses dualsolve's compiled code: the losses, conjugates and exact coordinate
-steps are written again from the spec (sections 2, 3.5) in plain Python/NumPy, with the
-package's conventions (see ``dualsolve._core.losses``):
+steps (closed forms derived for the package, listed in docs/mixup.md) are written again in
+plain Python/NumPy, with the package's conventions (see ``dualsolve._core.losses``):
 
     phi(s; y) = c1 phi0(s) + c2 phi0(-s),  c1 = (1+y)/2, c2 = (1-y)/2     (classification)
     logistic       phi0(s) = log(1 + e^-s)                       gamma = 4
@@ -12,25 +13,26 @@ package's conventions (see ``dualsolve._core.losses``):
     squared        phi(s; y) = (s - y)^2 / 2                     gamma = 1
     h(a; y) = phi*(-a; y) = sup_s (-a s - phi(s; y))
 
-(The spec's squared loss is ``((s-y)^2 + 1 - y^2)/2``: it differs from ours by a constant, so
+(The mixup loss (eq. 2) of phi0(s) = (1-s)^2/2 is ``((s-y)^2 + 1 - y^2)/2``: it differs from
+our squared loss by a constant, so
 primal values differ by ``mean (1-y^2)/2`` and iterates do not, except in Algorithm 2, whose
 level set L_i is taken with our phi; see :func:`level_set_ends`.)
 
-Choices where the spec leaves one open, matching dualsolve.train_mixup_sdca: the decomposed
-coordinates are listed in the order of j (all (+) coordinates, then all (-) ones; spec 1.7);
-after each epoch the scores are recomputed from scratch (spec 3.7); the tie a = alpha_diamond
-of Algorithm 2 goes to case (ii) (the text; immaterial); b_u, b_l are exact to the last bit.
+Choices where the paper leaves one open, matching dualsolve.train_mixup_sdca: the decomposed
+coordinates are listed in the order of j (all (+) coordinates, then all (-) ones; eq. 24);
+after each epoch the scores are recomputed from scratch; the tie a = alpha_diamond of
+Algorithm 2 goes to case (ii) (the text; immaterial); b_u, b_l are exact to the last bit.
 
 Contents
 --------
 losses        phi, dphi, conj (scalar, ``math``), their ``*_vec`` forms, ``conj_numeric``
               (sup form by bisection), ``conj_infconv`` (the inf-convolution form, eq. 6),
-              ``exact_step`` (spec 3.5 closed forms; safeguarded Newton for logistic)
+              ``exact_step`` (closed forms; safeguarded Newton for logistic)
 objectives    ``kernel_objectives`` (R, D0, gap for dual variables on a dense K)
 twin          ``sdca_twin``: slow MixupSDCA on a dense K for method naive / approx / decomp /
               exact, driven by an explicit row order per epoch
-references    ``lbfgs_kernel`` (spec test 6), ``hinge_qp_kernel`` (Clarabel),
-              ``weighted_logreg`` (spec test 7, scikit-learn)
+references    ``lbfgs_kernel`` (L-BFGS on the primal), ``hinge_qp_kernel`` (Clarabel),
+              ``weighted_logreg`` (soft-label BCE as weighted logistic regression, scikit-learn)
 data          ``magic_problem``, ``heart_problem`` (small subsets of bundled real data),
               ``mixup_numpy`` (input-space mixup), ``rbf_kernel``, ``poly_kernel``
 """
@@ -43,7 +45,7 @@ import scipy.sparse as sp
 
 LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared")
 DEFAULT_PARAM = {"squared_hinge": 0.5, "smooth_hinge": 0.5}
-SNAP = 1e-12          # spec 6.2: |y| >= 1 - 1e-12 is +-1
+SNAP = 1e-12          # |y| >= 1 - 1e-12 is +-1 (docs/mixup.md)
 
 
 def default_param(loss, param=None):
@@ -64,7 +66,7 @@ def snap_labels(y):
 
 
 # ---------------------------------------------------------------------------------------
-# scalar losses (spec section 2)
+# scalar losses
 
 
 def _softplus(x):
@@ -179,7 +181,7 @@ def dual_domain(loss, y, param=None):
 
 
 def conj(loss, a, y, param=None):
-    """h(a; y) = phi*(-a; y) in closed form (spec 2.2); +inf outside the domain."""
+    """h(a; y) = phi*(-a; y) in closed form (docs/mixup.md); +inf outside the domain."""
     p = default_param(loss, param)
     if loss == "squared":
         return -a * y + 0.5 * a * a
@@ -196,7 +198,7 @@ def conj(loss, a, y, param=None):
             return -a + 0.5 * p * a * a
         if y <= -1.0:
             return a + 0.5 * p * a * a
-        # the clipping form, valid for every smoothing (spec 2.2)
+        # the clipping form, valid for every smoothing
         u = -2.0 * c1 * c2 / p - c1 * a
         u = min(max(u, max(-c1, -c2 - a)), min(0.0, -a))
         return 2.0 * u + a + 0.5 * p * (u * u / c1 + (a + u) ** 2 / c2)
@@ -241,13 +243,14 @@ def conj_infconv(loss, a, y, param=None):
 
         h(a) = inf_u  c1 h0(-u/c1) + c2 h0(-(a+u)/c2),    h0 = h(.; +1),
 
-    (spec 1.5; (1+y)/2 phi0*(2u/(1+y)) with phi0*(b) = h0(-b)). For the squared loss our
-    phi is the spec's minus (1-y^2)/2, so h is the spec's plus (1-y^2)/2."""
+    (eq. 6's (1+y)/2 phi0*(2u/(1+y)) with phi0*(b) = h0(-b)). For the squared loss our phi is
+    the mixup loss of phi0(s) = (1-s)^2/2 minus (1-y^2)/2, so h is its conjugate plus
+    (1-y^2)/2."""
     if not -1.0 < y < 1.0:
         raise ValueError("the infimal convolution form is for |y| < 1")
     c1, c2 = 0.5 * (1.0 + y), 0.5 * (1.0 - y)
     if loss == "squared":
-        # the spec's phi0(s) = (1-s)^2/2 on all of R: h0(b) = -b + b^2/2 on R
+        # phi0(s) = (1-s)^2/2 on all of R: h0(b) = -b + b^2/2 on R
         h0 = lambda b: -b + 0.5 * b * b
         ulo, uhi = -60.0, 60.0
     else:
@@ -319,7 +322,7 @@ def alpha_diamond(loss, y, param=None):
 
 
 # ---------------------------------------------------------------------------------------
-# exact coordinate step (spec 3.5)
+# exact coordinate step (not in the paper; docs/mixup.md)
 
 
 def _logistic_exact(y, z, a0, A):
@@ -351,7 +354,7 @@ def _logistic_exact(y, z, a0, A):
 
 
 def exact_step(loss, y, z, a0, A, param=None):
-    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over dom h (spec 3.5)."""
+    """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over dom h."""
     p = default_param(loss, param)
     c1, c2 = 0.5 * (1.0 + y), 0.5 * (1.0 - y)
     b = A * a0 - z
@@ -398,7 +401,7 @@ def exact_step(loss, y, z, a0, A, param=None):
 
 
 def kernel_objectives(K, y, lam, loss, alpha, param=None):
-    """(R[f], D0(alpha), gap, z) for f = sum_i alpha_i k(x_i, .)/(lam n) (spec 1.5, 1.6)."""
+    """(R[f], D0(alpha), gap, z) for f = sum_i alpha_i k(x_i, .)/(lam n) (eqs. 3-5)."""
     n = len(y)
     Ka = K @ alpha
     z = Ka / (lam * n)
@@ -409,11 +412,11 @@ def kernel_objectives(K, y, lam, loss, alpha, param=None):
 
 
 # ---------------------------------------------------------------------------------------
-# decomposed problem (spec 1.7, 3.4)
+# decomposed problem (Sec. VI)
 
 
 def decomp_coordinates(y, weights="corrected", layout="block"):
-    """Coordinates of the decomposed dual I = {j in [2n] : 1 + y_j > 0} (spec 1.7), listed
+    """Coordinates of the decomposed dual I = {j in [2n] : 1 + y_j > 0} (eq. 24), listed
 
         "block"  in the order of j: the (+) coordinates j = i (y_i > -1) by increasing i,
                  then the (-) coordinates j = i + n (y_i < 1) by increasing i;
@@ -421,7 +424,7 @@ def decomp_coordinates(y, weights="corrected", layout="block"):
 
     Returns ``(rows, signs, c, n_tilde)``: the point i(j), sigma_j, and the loss weights
 
-        c_j = n~ (1 + y_j) / (2n)      ("corrected", spec ERRATUM 1.7)
+        c_j = n~ (1 + y_j) / (2n)      ("corrected"; see docs/mixup.md)
         c_j = 1 + y_j                  ("paper", eq. 23 as printed)
 
     with y_j = sigma_j y_i(j). With binary labels there is one coordinate per row, c = 1."""
@@ -444,7 +447,7 @@ def decomp_coordinates(y, weights="corrected", layout="block"):
 
 
 def decomp_to_alpha(alpha_t, rows, signs, n):
-    """alpha_i = (n/n~)(alpha~_i - alpha~_{i+n}) (the f-preserving map, spec 1.7)."""
+    """alpha_i = (n/n~)(alpha~_i - alpha~_{i+n}) (the f-preserving map of Sec. VI)."""
     beta = np.zeros(n)
     np.add.at(beta, rows, signs * alpha_t)
     return beta * (n / len(rows))
@@ -458,7 +461,7 @@ def level_set_ends(loss, y, n, param=None):
     """(b_u, b_l) = (inf, sup) of L = {zeta : phi(zeta; y) <= n phi0(0)} (eq. 16), by
     doubling then bisection to machine precision (the endpoint returned lies inside L).
 
-    phi is the package's loss (for the squared loss (s-y)^2/2, the spec's mixup form minus
+    phi is the package's loss (for the squared loss (s-y)^2/2, the mixup form minus
     (1-y^2)/2, and phi0(0) = phi(0; 1) = 1/2): L still contains every optimal score, as
     phi(z*_i) <= n R[0] <= n phi0(0)."""
     T = n * phi(loss, 0.0, 1.0, param)
@@ -528,7 +531,7 @@ def sdca_twin(K, y, lam, loss, method="naive", *, param=None, orders=None, seed=
         "decomp"  vanilla SDCA (eq. 13) on the decomposed dual with c_j, gamma_j = gamma/c_j
                   (``decomp_gamma="percoord"``) or gamma/2 ("paper"); ``decomp_weights=
                   "paper"`` uses eq. 23 as printed (the erratum: it solves lam n~/(2n))
-        "exact"   exact coordinate maximisation of D0 (spec 3.5)
+        "exact"   exact coordinate maximisation of D0 (not in the paper)
     orders
         int array (epochs, m): the coordinates visited in each epoch, m = n (rows) or n~
         (positions in the coordinate list of :func:`decomp_coordinates`, ``decomp_layout``). With
@@ -665,7 +668,7 @@ def sdca_twin(K, y, lam, loss, method="naive", *, param=None, orders=None, seed=
             if rec is not None:
                 steps.append(rec)
         hist.append(evaluate())
-        z = hist[-1][3].copy()                 # scores recomputed from scratch (spec 3.7)
+        z = hist[-1][3].copy()                 # scores recomputed from scratch
     primal, dual, gap, zs, alphas = zip(*hist)
     return SimpleNamespace(
         alpha=np.array(alphas), alpha_tilde=state.copy() if decomp else None,
@@ -688,10 +691,10 @@ def kernel_features(K, rtol=1e-13):
 
 
 def lbfgs_kernel(K, y, lam, loss, param=None, newton=True):
-    """Spec test 6: min_f R[f] = lam/2 ||f||^2 + (1/n) sum phi(f(x_i); y_i) over the span
+    """min_f R[f] = lam/2 ||f||^2 + (1/n) sum phi(f(x_i); y_i) (eq. 3) over the span
     of the kernel sections, solved in the coordinates f = Phi w (K = Phi Phi^T), where
     ||f||^2 = ||w||^2 and the problem is lam-strongly convex and well conditioned (the
-    spec's beta form, f = K beta, is the same problem but ill-conditioned when K is).
+    form f = K beta is the same problem but ill-conditioned when K is).
     L-BFGS at tight tolerances, then (smooth losses) a few damped Newton steps.
 
     Returns (R*, z*) with z* = (f*(x_i))_i."""
@@ -729,7 +732,7 @@ def lbfgs_kernel(K, y, lam, loss, param=None, newton=True):
 
 
 def kernel_sgd_objective(K, y, lam, loss, beta, param=None):
-    """R for f = K beta (the SGD parametrisation of spec 3.6)."""
+    """R for f = K beta (the parametrisation of the kernel SGD baseline)."""
     Kb = K @ beta
     return 0.5 * lam * float(beta @ Kb) + float(np.mean(phi_vec(loss, Kb, y, param)))
 
@@ -761,7 +764,7 @@ def hinge_qp_kernel(K, y, lam):
 
 
 def weighted_logreg(X, y, lam):
-    """Spec test 7: mixup BCE with soft labels equals logistic regression on the rows
+    """Mixup BCE with soft labels equals logistic regression on the rows
     duplicated as (x, +1) with weight c1 and (x, -1) with weight c2, C = 1/(lam n)
     (scikit-learn; Newton-Cholesky at a tight tolerance). Returns w."""
     from sklearn.linear_model import LogisticRegression
@@ -817,7 +820,7 @@ def heart_problem(n_orig=60, seed=0):
 
 
 def mixup_numpy(X, y, m, mixup_alpha=1.0, seed=0):
-    """Input-space mixup (spec 1.1), independent of dualsolve.mixup: pairs uniform with
+    """Input-space mixup (eq. 1), independent of dualsolve.mixup: pairs uniform with
     replacement, r ~ Beta(alpha, alpha); same-class pairs keep the label exactly.
     Returns (X_aug CSR, y_aug, (a, b, r))."""
     X = sp.csr_matrix(X, dtype=np.float64)
