@@ -250,7 +250,8 @@ def _build_model(solver, p, options, res, mon):
 
 def _warn(solver, p, res, mon, model):
     name = solver.function_name
-    if model.stop_reason == "max_epochs" and p.max_epochs > 0:
+    # tol = 0 asks for the whole budget: ending there is what was asked
+    if model.stop_reason == "max_epochs" and p.max_epochs > 0 and p.tol > 0:
         reached = ""
         if np.isfinite(res.measure):
             reached = f": {res.measure:.3e} > {res.threshold:.3e}"

@@ -206,11 +206,17 @@ def test_a_callback_exception_reaches_the_caller(name):
 
 @pytest.mark.parametrize("name", TRAINERS)
 def test_stop_reason_and_converged_agree(name):
+    """Ending on the budget: stop_reason "max_epochs", converged False, and a warning with
+    the criterion reached, unless tol = 0 asked for the whole budget."""
     X, y, loss = problem(name)
-    m = train(name, X, y, loss=loss, max_epochs=3, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        m = getattr(ds, name)(X, y, loss=loss, max_epochs=3, tol=0.0)
     assert m.stop_reason == "max_epochs" and m.converged is False and m.n_epochs == 3, name
-    with pytest.warns(ds.ConvergenceWarning, match=f"train_{name[6:]} stopped at max_epochs=3"):
-        getattr(ds, name)(X, y, loss=loss, max_epochs=3, tol=0.0)
+    with pytest.warns(ds.ConvergenceWarning, match=f"train_{name[6:]} stopped at max_epochs=3 "
+                                                   "before its criterion held"):
+        m = getattr(ds, name)(X, y, loss=loss, max_epochs=3, tol=1e-14)
+    assert m.stop_reason == "max_epochs", name
 
 
 @pytest.mark.parametrize("name", TRAINERS)
