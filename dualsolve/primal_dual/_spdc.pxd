@@ -1,7 +1,7 @@
 # cython: language_level=3
-"""C-level interface of the randomized primal-dual loops (spec seed1 sections 2.3, 2.5,
-3.2-3.4): SPDC, Ada-SPDC, DF-SPDC and ADF-SPDC, with mini-batches, for ``cimport`` from
-other extensions.
+"""C-level interface of the randomized primal-dual loops of Wang & Xiao (2017), Algorithms 5
+(SPDC, Ada-SPDC) and 7 (DF-SPDC, ADF-SPDC), with Zhang & Xiao's mini-batches, for
+``cimport`` from other extensions.
 
 Problem (no copy of X; CSR arrays as raw pointers, float32/float64 data, int32/int64
 indices; ``a_i`` is row i, ``b_i`` its label or target)::
@@ -16,25 +16,37 @@ with ``phi`` from ``dualsolve._core.losses`` and the dual in the primal-dual con
 
 Each stochastic step costs O(nnz of the sampled rows): the dense proximal step and the
 extrapolation ``x + theta (x - xprev)`` are applied just in time per feature (the closed
-forms of ``dualsolve._core.lazy``), and the whole iterate is brought up to date (FLUSH)
+forms of ``dualsolve._core.lazy``), and the whole iterate is brought up to date (flushed)
 only at evaluations and parameter changes.
 
-Minimal use::
+Minimal use (tests/test_embed_primal_dual.py builds a complete extension)::
 
+    from dualsolve._core.status cimport STATUS_CONVERGED
     from dualsolve.primal_dual._spdc cimport (SpdcProblem, SpdcOptions, SpdcResult,
         SpdcFeature, spdc_default_options, spdc_problem_init, spdc_run)
 
     # feat: d SpdcFeature with .x = x0; y: n duals (v: n margins for dual-free, else NULL)
-    spdc_problem_init(&P, n, d, b, loss, lam, lam1, R, feat, y, v, work_n, work_d, perm)
+    spdc_problem_init(&P, n, d, b, loss, lam, lam1, R, SPDC_EUCLID, 1, feat, y, NULL, z,
+                      work_d, order, perm)
     cdef SpdcOptions opt = spdc_default_options()
     opt.scale = p0                       # P(0): the stopping scale of the gap
     with nogil:
         spdc_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
+
+The status (``res.status``) and the hook are the package's one pair
+(``dualsolve._core.status``): STATUS_CONVERGED when the measure (below) is <= tol * scale
+at an evaluation (tol = 0 never converges: it runs the budget), STATUS_MAX_EPOCHS,
+STATUS_DIVERGED when an evaluation finds P(x) non-finite, STATUS_NO_MEMORY when a work
+buffer could not be allocated (nothing else is set then), or what the hook returned. The
+hook gets SPDC_HOOK_VALUES values per epoch: primal, dual, gap, measure (NaN for an epoch
+without an evaluation) and delta_hat; within an epoch it is polled with epoch = -1 about
+every SPDC_POLL_WORK nonzeros (Ctrl-C).
 """
 from libc.stdint cimport int64_t, uint64_t
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.losses cimport Loss
 from dualsolve._core.rng cimport rng_state
+from dualsolve._core.status cimport epoch_hook
 
 cdef enum:
     SPDC_EUCLID = 0           # SPDC / Ada-SPDC: exact dual proximal step (Alg. 5)
@@ -42,7 +54,7 @@ cdef enum:
 
 cdef enum:
     ADAPT_NONE = 0            # fixed delta_hat (SPDC, DF-SPDC; "Opt-" with the true value)
-    ADAPT_ROBUST = 1          # Alg. 4 on log-linear fitted window ratios (spec 2.3)
+    ADAPT_ROBUST = 1          # Alg. 4 on log-linear fitted window ratios
     ADAPT_SIMPLE = 2          # Alg. 3: up if faster than theta predicts, else down
 
 cdef enum:
@@ -54,10 +66,13 @@ cdef enum:
     MEASURE_RESCALED_GAP = 1  # P(x) - D(s y), s = min(1, lam1/||u||_inf)  (lam = 0, lam1 > 0)
     MEASURE_GRAD = 2          # ||grad f(x)||^2                    (lam = lam1 = 0)
 
+#: values handed to the hook per epoch (primal, dual, gap, measure, delta_hat)
 cdef enum:
-    SPDC_CONVERGED = 0        # measure <= tol * scale
-    SPDC_MAX_EPOCHS = 1
-    SPDC_STOPPED = 2          # the hook asked to stop (callback, Ctrl-C)
+    SPDC_HOOK_VALUES = 5
+
+#: nonzeros of X visited between two polls of the hook (epoch = -1) within an epoch
+cdef enum:
+    SPDC_POLL_WORK = 1 << 22
 
 
 # Per-feature just-in-time state, interleaved so that one sparse step touches one cache
@@ -68,13 +83,6 @@ ctypedef struct SpdcFeature:
     double xprev
     double u
     int64_t last
-
-
-# Called after every epoch (epoch 0: the starting point). primal, dual, gap and measure are
-# NaN for an epoch without an evaluation. Return 0 to go on, anything else to stop. May
-# acquire the GIL inside.
-ctypedef int (*spdc_hook)(void* ctx, Py_ssize_t epoch, double primal, double dual,
-                          double gap, double measure, double delta_hat) noexcept nogil
 
 
 ctypedef struct SpdcProblem:
@@ -113,7 +121,7 @@ ctypedef struct SpdcOptions:
     double tol                # stop when measure <= tol * scale
     double scale              # P(0) for the gap measures, ||grad f(0)||^2 for MEASURE_GRAD
     Py_ssize_t max_epochs
-    Py_ssize_t eval_every     # evaluate (and FLUSH) every k epochs
+    Py_ssize_t check_every    # evaluate (and flush) every k epochs
     int sampling
     uint64_t seed
     int adapt                 # ADAPT_NONE / ROBUST / SIMPLE
@@ -146,10 +154,11 @@ cdef void spdc_problem_init(SpdcProblem* P, Py_ssize_t n, Py_ssize_t d, const do
                             double* z, double* work_d, Py_ssize_t* order,
                             Py_ssize_t* perm) noexcept nogil
 
-# tau, sigma, theta from lam, Delta and the batch size (spec 2.6; batch: n -> n/m in theta_y,
-# n lam + Delta -> (n lam + Delta)/m under the square roots). Needs n lam + Delta > 0.
+# tau, sigma, theta from lam, Delta and the batch size (Wang & Xiao 2017, Theorems 2 and 4;
+# batch m: n -> n/m in theta_y, n lam + Delta -> (n lam + Delta)/m under the square roots).
+# Needs n lam + Delta > 0.
 cdef void spdc_set_params(SpdcProblem* P, double delta_hat) noexcept nogil
 
 cdef int spdc_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SpdcProblem* P, const SpdcOptions* opt, SpdcResult* res,
-                  spdc_hook hook, void* ctx) noexcept nogil
+                  epoch_hook hook, void* ctx) noexcept nogil

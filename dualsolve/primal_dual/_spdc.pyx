@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Randomized primal-dual loops over CSR rows: SPDC, Ada-SPDC, DF-SPDC, ADF-SPDC (spec seed1
-sections 2.3, 2.5, 3.2-3.4; Wang & Xiao 2017, Algorithms 5 and 7), with mini-batches.
+"""Randomized primal-dual loops over CSR rows: SPDC, Ada-SPDC, DF-SPDC, ADF-SPDC (Wang & Xiao
+2017, Algorithms 5 and 7; Zhang & Xiao 2017's SPDC with mini-batches), see docs/primal_dual.md.
 
 Iteration t on the sampled row k (batch: rows K, every dot before any primal step)::
 
@@ -10,13 +10,13 @@ Iteration t on the sampled row k (batch: rows K, every dot before any primal ste
     x+    = prox_{tau g}(x - tau (u + (y_k+ - y_k) a_k)),  u += (y_k+ - y_k) a_k / n
 
 The dense part of the primal step (every feature moves by the constant u_j and the prox)
-is applied just in time (CATCH_UP of spec 3.2): a feature is brought from its last
+is applied just in time (a catch-up): a feature is brought from its last
 iteration to t by the exact s-fold map of ``dualsolve._core.lazy`` (``prox_pow``; with a
 pure L2 term, per-epoch tables of a^s and (1 - a^s)/lam so a catch-up costs two loads and
 two multiply-adds), and its value at t - 1 is kept for the extrapolation. A step whose dual
 change is zero leaves the row's features lazy. The whole iterate is brought up to date
-(FLUSH) only before an evaluation, which also recomputes u = A^T y / n exactly, and
-parameter changes happen right after one (spec 3.3).
+(a flush) only before an evaluation, which also recomputes u = A^T y / n exactly, and
+parameter changes happen right after one.
 
 Per-feature state is interleaved (x, xprev, u, last: 32 bytes) so a nonzero costs one
 cache line, and the rows and feature lines of the next sampled row are prefetched while
@@ -34,9 +34,10 @@ from libc.stdint cimport int64_t, uint64_t
 
 import numpy as np
 
-from dualsolve._monitor import EpochMonitor
-
-from dualsolve._core.hooks cimport report_or_stop
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
+                                     STATUS_NO_MEMORY)
 from dualsolve._core.csr cimport floating, index_t, prefetch_row, prefetch_records
 from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
                                      loss_dual_step, loss_conj_strong_convexity, make_loss)
@@ -99,7 +100,7 @@ cdef inline double _pow(double z, int64_t s, double u, const LazyParams* lp,
 
 cdef inline void _catch_up(SpdcFeature* f, int64_t t, const LazyParams* lp,
                            reg_t* tag) noexcept nogil:
-    """Bring x_j to iteration t and xprev_j to t - 1 (spec 3.2 CATCH_UP)."""
+    """Bring x_j to iteration t and xprev_j to t - 1 (the catch-up)."""
     cdef int64_t s = t - f.last
     cdef double x
     if s <= 0:
@@ -153,7 +154,7 @@ cdef void _lazy_params(LazyParams* lp, const SpdcProblem* P, double* tab,
 
 
 # ---------------------------------------------------------------------------------------
-# parameters (spec 2.6)
+# parameters (Wang & Xiao 2017, Theorem 2 for SPDC, Theorem 4 for DF-SPDC)
 
 
 cdef void _params(int method, double n, double m, double R, double gamma, double delta,
@@ -258,12 +259,12 @@ cdef inline double _row_dual_step(const floating* data, const index_t* indices, 
 
 
 cdef void _steps_single(const floating* data, const index_t* indices, const index_t* indptr,
-                        SpdcProblem* P, const LazyParams* lp, Py_ssize_t n_steps,
-                        reg_t* tag) noexcept nogil:
+                        SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset,
+                        Py_ssize_t n_steps, reg_t* tag) noexcept nogil:
     cdef SpdcFeature* feat = P.feat
     cdef SpdcFeature* f
     cdef double* y = P.y
-    cdef const Py_ssize_t* order = P.order
+    cdef const Py_ssize_t* order = P.order + offset
     cdef Loss loss = P.loss
     cdef LazyParams L = lp[0]
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
@@ -304,15 +305,15 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
 
 
 cdef void _steps_batch(const floating* data, const index_t* indices, const index_t* indptr,
-                       SpdcProblem* P, const LazyParams* lp, Py_ssize_t total,
-                       double* dyb, reg_t* tag) noexcept nogil:
-    """Mini-batch steps: rows order[s : s + m] form one iteration (the last batch of a
-    permutation may be shorter)."""
+                       SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset,
+                       Py_ssize_t total, double* dyb, reg_t* tag) noexcept nogil:
+    """Mini-batch steps: rows order[offset + s : offset + s + m] form one iteration (the last
+    batch of a permutation may be shorter)."""
     cdef SpdcFeature* feat = P.feat
     cdef SpdcFeature* f
     cdef double* y = P.y
     cdef double* acc = P.work_d
-    cdef const Py_ssize_t* order = P.order
+    cdef const Py_ssize_t* order = P.order + offset
     cdef Loss loss = P.loss
     cdef LazyParams L = lp[0]
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
@@ -465,11 +466,11 @@ cdef void _scaled_rebase(ScaledState* S, Py_ssize_t d) noexcept nogil:
 
 cdef void _steps_scaled(const floating* data, const index_t* indices, const index_t* indptr,
                         SpdcProblem* P, ScaledState* S, const LazyParams* lp,
-                        Py_ssize_t n_steps) noexcept nogil:
+                        Py_ssize_t offset, Py_ssize_t n_steps) noexcept nogil:
     cdef ScaledFeature* sf = S.s
     cdef ScaledFeature* f
     cdef double* y = P.y
-    cdef const Py_ssize_t* order = P.order
+    cdef const Py_ssize_t* order = P.order + offset
     cdef Loss loss = P.loss
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
@@ -538,26 +539,27 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
 
 
 cdef void _steps(const floating* data, const index_t* indices, const index_t* indptr,
-                 SpdcProblem* P, const LazyParams* lp, Py_ssize_t total,
+                 SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset, Py_ssize_t total,
                  double* dyb, ScaledState* S) noexcept nogil:
-    """One epoch of steps over the rows order[0:total], specialised by regulariser (S:
-    the scaled state of the pure-L2 single-row path, else NULL)."""
+    """Steps over the rows order[offset:offset + total] (a whole number of batches),
+    specialised by regulariser (S: the scaled state of the pure-L2 single-row path, else
+    NULL)."""
     if S != NULL:
-        _steps_scaled(data, indices, indptr, P, S, lp, total)
+        _steps_scaled(data, indices, indptr, P, S, lp, offset, total)
     elif P.batch == 1:
         if P.lam1 > 0.0:
-            _steps_single(data, indices, indptr, P, lp, total, <RegEN*>NULL)
+            _steps_single(data, indices, indptr, P, lp, offset, total, <RegEN*>NULL)
         elif P.lam > 0.0:
-            _steps_single(data, indices, indptr, P, lp, total, <RegL2*>NULL)
+            _steps_single(data, indices, indptr, P, lp, offset, total, <RegL2*>NULL)
         else:
-            _steps_single(data, indices, indptr, P, lp, total, <RegNone*>NULL)
+            _steps_single(data, indices, indptr, P, lp, offset, total, <RegNone*>NULL)
     else:
         if P.lam1 > 0.0:
-            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegEN*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegEN*>NULL)
         elif P.lam > 0.0:
-            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegL2*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegL2*>NULL)
         else:
-            _steps_batch(data, indices, indptr, P, lp, total, dyb, <RegNone*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegNone*>NULL)
 
 
 # ---------------------------------------------------------------------------------------
@@ -574,10 +576,11 @@ cdef int _measure_kind(const SpdcProblem* P) noexcept nogil:
 
 cdef void _row_pass(const floating* data, const index_t* indices, const index_t* indptr,
                     SpdcProblem* P, const double* x, double* u, Py_ssize_t stride,
-                    double* grad, double* sums) noexcept nogil:
+                    double* grad, KahanSum* sums) noexcept nogil:
     """The evaluation's pass over the rows, with x_j = x[stride j] and u_j = u[stride j]
     (u zeroed beforehand): the scores into P.z, sums[0] += the losses, sums[1] += the
-    conjugates at -y, u += A^T y / n, and (grad not NULL) grad += the loss gradient."""
+    conjugates at -y (compensated sums), u += A^T y / n, and (grad not NULL) grad += the
+    loss gradient."""
     cdef Py_ssize_t i, q, lo, hi
     cdef double z, c, r, inv_n = 1.0 / <double>P.n
     for i in range(P.n):
@@ -587,8 +590,8 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
         for q in range(lo, hi):
             z += data[q] * x[stride * indices[q]]
         P.z[i] = z
-        sums[0] += loss_value(&P.loss, z, P.b[i])
-        sums[1] += loss_conj(&P.loss, -P.y[i], P.b[i])
+        ksum_add(&sums[0], loss_value(&P.loss, z, P.b[i]))
+        ksum_add(&sums[1], loss_conj(&P.loss, -P.y[i], P.b[i]))
         c = P.y[i] * inv_n
         if c != 0.0:
             for q in range(lo, hi):
@@ -607,54 +610,62 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
     cdef SpdcFeature* feat = P.feat
     cdef int kind = _measure_kind(P)
     cdef double* grad = P.work_d
-    cdef double loss_sum, conj_sum, xx = 0.0, x1 = 0.0, gs = 0.0
-    cdef double umax = 0.0, gg = 0.0, uj, w, primal, dual, s, conj_s
-    cdef double sums[2]
+    cdef double loss_sum, conj_sum, xx, x1, gs, reg
+    cdef double umax = 0.0, uj, w, primal, dual, s
+    cdef KahanSum sums[2]
+    cdef KahanSum sxx = ksum_new(), sx1 = ksum_new(), sgs = ksum_new(), sgg = ksum_new()
+    cdef KahanSum conj_s = ksum_new()
     cdef double inv_n = 1.0 / <double>n
     _flush(P, lp)
     for j in range(d):
         feat[j].u = 0.0
     if kind == MEASURE_GRAD:
         memset(grad, 0, d * sizeof(double))
-    sums[0] = sums[1] = 0.0
+    sums[0] = ksum_new()
+    sums[1] = ksum_new()
     _row_pass(data, indices, indptr, P, &feat[0].x, &feat[0].u, 4,
               grad if kind == MEASURE_GRAD else NULL, sums)
-    loss_sum = sums[0]
-    conj_sum = sums[1]
+    loss_sum = ksum_value(&sums[0])
+    conj_sum = ksum_value(&sums[1])
     for j in range(d):
         w = feat[j].x
-        xx += w * w
-        x1 += fabs(w)
+        ksum_add(&sxx, w * w)
+        ksum_add(&sx1, fabs(w))
         uj = feat[j].u
         if fabs(uj) > umax:
             umax = fabs(uj)
         if P.lam > 0.0:
             w = soft_threshold(uj, P.lam1)
-            gs += w * w
+            ksum_add(&sgs, w * w)
         if kind == MEASURE_GRAD:
-            gg += grad[j] * grad[j]
+            ksum_add(&sgg, grad[j] * grad[j])
         if P.x_out != NULL:
             P.x_out[j] = feat[j].x
-    primal = loss_sum * inv_n + 0.5 * P.lam * xx + P.lam1 * x1
+    xx = ksum_value(&sxx)
+    x1 = ksum_value(&sx1)
+    gs = ksum_value(&sgs)
+    reg = 0.5 * P.lam * xx + P.lam1 * x1
+    primal = loss_sum * inv_n + reg
     if P.lam > 0.0:
         dual = -conj_sum * inv_n - gs / (2.0 * P.lam)
+        out[2] = (loss_sum + conj_sum) * inv_n + (reg + gs / (2.0 * P.lam))
     elif umax <= P.lam1:
         dual = -conj_sum * inv_n          # g* = indicator{||w||_inf <= lam1}, -u feasible
+        out[2] = (loss_sum + conj_sum) * inv_n + reg
     else:
         dual = -INFINITY
+        out[2] = INFINITY
     out[0] = primal
     out[1] = dual
-    out[2] = primal - dual
     if kind == MEASURE_GAP:
         out[3] = out[2]
     elif kind == MEASURE_RESCALED_GAP:
         s = 1.0 if umax <= P.lam1 else P.lam1 / umax
-        conj_s = 0.0
         for i in range(n):
-            conj_s += loss_conj(&P.loss, -s * P.y[i], P.b[i])
-        out[3] = primal + conj_s * inv_n
+            ksum_add(&conj_s, loss_conj(&P.loss, -s * P.y[i], P.b[i]))
+        out[3] = (loss_sum + ksum_value(&conj_s)) * inv_n + reg
     else:
-        out[3] = gg
+        out[3] = ksum_value(&sgg)
 
 
 cdef void _evaluate_scaled(const floating* data, const index_t* indices,
@@ -666,8 +677,9 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     Half the traffic of a flush into the 32-byte records, _evaluate and a load."""
     cdef Py_ssize_t j, n = P.n, d = P.d
     cdef ScaledFeature* sf = S.s
-    cdef double w, loss_sum, conj_sum, xx = 0.0, gs = 0.0, primal, dual
-    cdef double sums[2]
+    cdef double w, loss_sum, conj_sum, xx, gs
+    cdef KahanSum sums[2]
+    cdef KahanSum sxx = ksum_new(), sgs = ksum_new()
     cdef double inv_n = 1.0 / <double>n
     _shift_prev(data, indices, S, -1.0)
     for j in range(d):
@@ -677,27 +689,29 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     S.B = 0.0
     S.Ap = 1.0 / S.a            # x^(t-1) = x^t / a + tau u under the last steps' map
     S.Bp = S.tau
-    sums[0] = sums[1] = 0.0
+    sums[0] = ksum_new()
+    sums[1] = ksum_new()
     _row_pass(data, indices, indptr, P, &sf[0].v, &sf[0].u, 2, NULL, sums)
-    loss_sum = sums[0]
-    conj_sum = sums[1]
+    loss_sum = ksum_value(&sums[0])
+    conj_sum = ksum_value(&sums[1])
     for j in range(d):
         w = sf[j].v
-        xx += w * w
-        gs += sf[j].u * sf[j].u
+        ksum_add(&sxx, w * w)
+        ksum_add(&sgs, sf[j].u * sf[j].u)
         if P.x_out != NULL:
             P.x_out[j] = w
     _shift_prev(data, indices, S, 1.0)
-    primal = loss_sum * inv_n + 0.5 * P.lam * xx
-    dual = -conj_sum * inv_n - gs / (2.0 * P.lam)
-    out[0] = primal
-    out[1] = dual
-    out[2] = primal - dual
+    xx = ksum_value(&sxx)
+    gs = ksum_value(&sgs)
+    out[0] = loss_sum * inv_n + 0.5 * P.lam * xx
+    out[1] = -conj_sum * inv_n - gs / (2.0 * P.lam)
+    out[2] = (loss_sum + conj_sum) * inv_n + (0.5 * P.lam * xx + gs / (2.0 * P.lam))
     out[3] = out[2]
 
 
 # ---------------------------------------------------------------------------------------
-# adaptation (spec 2.2 / 2.3): every T passes from the measures of the window
+# adaptation (Wang & Xiao 2017, Algorithms 3 and 4, with the gap ratio of a window fitted by
+# log-linear least squares): every T passes from the measures of the window
 
 
 cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const double* tw,
@@ -745,7 +759,7 @@ cdef SpdcOptions spdc_default_options() noexcept nogil:
     o.tol = 1e-8
     o.scale = 1.0
     o.max_epochs = 100
-    o.eval_every = 1
+    o.check_every = 1
     o.sampling = SPDC_SAMPLE_UNIFORM
     o.seed = 0
     o.adapt = ADAPT_NONE
@@ -789,55 +803,87 @@ cdef void spdc_problem_init(SpdcProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.t = 0
 
 
+cdef int _stop_steps(const floating* data, const index_t* indices, const index_t* indptr,
+                     SpdcProblem* P, const LazyParams* lp, Py_ssize_t total, double* dyb,
+                     ScaledState* S, Py_ssize_t chunk, epoch_hook hook,
+                     void* ctx) noexcept nogil:
+    """The steps of one epoch over order[0:total], in chunks of ``chunk`` rows (a whole
+    number of batches) with a poll of the hook (epoch -1: Ctrl-C) between two chunks.
+    Returns 0, or the status the hook asked to stop with (the epoch is cut short)."""
+    cdef Py_ssize_t start = 0, count
+    cdef int stop
+    while start < total:
+        count = total - start
+        if count > chunk:
+            count = chunk
+        _steps(data, indices, indptr, P, lp, start, count, dyb, S)
+        start += count
+        if start < total and hook != NULL:
+            stop = hook(ctx, -1, NULL)
+            if stop != 0:
+                return stop
+    return 0
+
+
 cdef int spdc_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SpdcProblem* P, const SpdcOptions* opt, SpdcResult* res,
-                  spdc_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``measure <= tol * scale`` or ``max_epochs`` from the x in P.feat[j].x, the
-    dual P.y (and margins P.v) and the estimate P.delta_hat; returns ``res.status``."""
+                  epoch_hook hook, void* ctx) noexcept nogil:
+    """Solve to ``measure <= tol * scale`` (tol > 0) or ``max_epochs`` from the x in
+    P.feat[j].x, the dual P.y (and margins P.v) and the estimate P.delta_hat; returns
+    ``res.status``."""
     cdef Py_ssize_t i, j, epoch = 0, ipe = (P.n + P.batch - 1) // P.batch, total, npts = 0
-    cdef Py_ssize_t since = 0, max_pts = opt.period + 2, ev = opt.eval_every
+    cdef Py_ssize_t since = 0, max_pts = opt.period + 2, ev = opt.check_every, chunk
     cdef int64_t tab_len
+    cdef double values[SPDC_HOOK_VALUES]
     cdef double out[4]
-    cdef double target = opt.tol * opt.scale, thr, rho = 1.0
+    cdef double target, thr, rho = 1.0, row_nnz
     cdef double* tab = NULL
     cdef double* G = NULL
     cdef double* tw = NULL
     cdef double* dyb = NULL
-    cdef int change, kind = _measure_kind(P)
-    cdef bint evaluated
+    cdef int change, stop, kind = _measure_kind(P)
+    cdef bint evaluated, with_tab = P.lam1 == 0.0 and P.lam > 0.0
     cdef LazyParams lp
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
     if ev < 1:
         ev = 1
-    res.status = SPDC_MAX_EPOCHS
+    # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
+    target = opt.tol * opt.scale if opt.tol > 0.0 else -INFINITY
+    res.n_epochs = 0
     res.n_adapt_up = 0
     res.n_adapt_down = 0
     res.measure_kind = kind
-    spdc_set_params(P, P.delta_hat)
+    res.primal = res.dual = res.gap = res.measure = NAN
+    res.delta_hat = P.delta_hat
     # tables cover every gap between two flushes (one evaluation every ev epochs)
     tab_len = <int64_t>ev * ipe + 2
     if tab_len > opt.table_max:
         tab_len = opt.table_max
-    if tab_len > 0 and P.lam1 == 0.0 and P.lam > 0.0:
+    if tab_len > 0 and with_tab:
         tab = <double*>malloc(2 * tab_len * sizeof(double))
     G = <double*>malloc(max_pts * sizeof(double))
     tw = <double*>malloc(max_pts * sizeof(double))
     dyb = <double*>malloc(P.batch * sizeof(double))
-    if G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and P.lam1 == 0.0
-                                                  and P.lam > 0.0 and tab == NULL):
+    if G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and with_tab and tab == NULL):
         free(tab)
         free(G)
         free(tw)
         free(dyb)
-        res.status = SPDC_STOPPED
-        res.n_epochs = 0
+        res.status = STATUS_NO_MEMORY
         return res.status
-    if P.batch == 1 and P.lam1 == 0.0 and P.lam > 0.0:
+    res.status = STATUS_MAX_EPOCHS
+    spdc_set_params(P, P.delta_hat)
+    if P.batch == 1 and with_tab:
         memset(&scaled, 0, sizeof(ScaledState))
         scaled.s = <ScaledFeature*>malloc(P.d * sizeof(ScaledFeature))
         if scaled.s != NULL:            # else (not enough memory): the general path
             S = &scaled
+    # rows per poll of the hook: about SPDC_POLL_WORK nonzeros, a whole number of batches
+    row_nnz = <double>indptr[P.n] / <double>P.n + 1.0
+    chunk = <Py_ssize_t>(<double>SPDC_POLL_WORK / row_nnz) // P.batch * P.batch
+    if chunk < P.batch:
+        chunk = P.batch
     _lazy_params(&lp, P, tab, tab_len)
     rng_seed(&P.rng, opt.seed)
     for i in range(P.n):
@@ -852,19 +898,30 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     _evaluate(data, indices, indptr, P, &lp, out)
     if kind == MEASURE_GRAD:
         memset(P.work_d, 0, P.d * sizeof(double))
-    if out[3] <= target:
-        res.status = SPDC_CONVERGED
+    if not isfinite(out[0]):
+        res.status = STATUS_DIVERGED
+    elif out[3] <= target:
+        res.status = STATUS_CONVERGED
     if opt.adapt == ADAPT_ROBUST:
         rho = exp(<double>opt.period * <double>ipe * log(P.theta))
     G[0] = out[3]
     tw[0] = 0.0
     npts = 1
     since = 0
-    if hook != NULL and hook(ctx, 0, out[0], out[1], out[2], out[3], P.delta_hat) != 0:
-        res.status = SPDC_STOPPED
-    while res.status == SPDC_MAX_EPOCHS and epoch < opt.max_epochs:
+    if hook != NULL:
+        values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
+        values[4] = P.delta_hat
+        stop = hook(ctx, 0, values)
+        if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+            res.status = stop
+    while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         total = _draw_epoch(&P.rng, P.perm, P.order, P.n, P.batch, opt.sampling)
-        _steps(data, indices, indptr, P, &lp, total, dyb, S)
+        stop = _stop_steps(data, indices, indptr, P, &lp, total, dyb, S, chunk, hook, ctx)
+        if stop != 0:
+            res.status = stop             # mid-epoch (Ctrl-C): the epoch does not count
+            if S == NULL or not S.loaded:
+                _flush(P, &lp)
+            break
         epoch += 1
         since += 1
         evaluated = epoch % ev == 0 or epoch == opt.max_epochs
@@ -875,8 +932,10 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
                 _evaluate(data, indices, indptr, P, &lp, out)
             if kind == MEASURE_GRAD:
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
-            if out[3] <= target:
-                res.status = SPDC_CONVERGED
+            if not isfinite(out[0]):
+                res.status = STATUS_DIVERGED
+            elif out[3] <= target:
+                res.status = STATUS_CONVERGED
             elif opt.adapt != ADAPT_NONE:
                 if npts < max_pts:
                     G[npts] = out[3]
@@ -901,13 +960,17 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
                     tw[0] = 0.0
                     npts = 1
                     since = 0
-        if hook != NULL and hook(ctx, epoch, out[0] if evaluated else NAN,
-                                 out[1] if evaluated else NAN, out[2] if evaluated else NAN,
-                                 out[3] if evaluated else NAN, P.delta_hat) != 0:
-            if res.status != SPDC_CONVERGED:
-                res.status = SPDC_STOPPED
-            if not evaluated:
-                _flush(P, &lp)
+        if hook != NULL:
+            values[0] = out[0] if evaluated else NAN
+            values[1] = out[1] if evaluated else NAN
+            values[2] = out[2] if evaluated else NAN
+            values[3] = out[3] if evaluated else NAN
+            values[4] = P.delta_hat
+            stop = hook(ctx, epoch, values)
+            if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+                res.status = stop
+                if not evaluated and (S == NULL or not S.loaded):
+                    _flush(P, &lp)
     if S != NULL:
         _scaled_flush(data, indices, P, S)          # P.feat gets the final iterate
     res.n_epochs = epoch
@@ -926,31 +989,28 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
 
 
 # ---------------------------------------------------------------------------------------
-# Python access
-
-
-cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
-                      double measure, double delta_hat) noexcept nogil:
-    with gil:
-        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, measure, delta_hat))
+# the engine's Python entry (spdc.py): history, verbose lines, callback and Ctrl-C through
+# the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
 
 
 FEATURE_DTYPE = np.dtype([("x", np.float64), ("xprev", np.float64), ("u", np.float64),
                           ("last", np.int64)])
 
 
-def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-         Py_ssize_t n_features, const double[::1] b, str loss, double param, double lam,
-         double lam1, double R, int method, Py_ssize_t batch, double[::1] x, double[::1] y,
-         v, double delta_hat, int adapt, Py_ssize_t period, double c_lo, double c_hi,
-         double factor, double delta_min, double tol, double scale, Py_ssize_t max_epochs,
-         Py_ssize_t eval_every, int sampling, unsigned long long seed, int verbose, callback,
-         trace=None, Py_ssize_t table_max=1 << 20):
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const double[::1] b, str loss, double param, double lam,
+          double lam1, double R, int method, Py_ssize_t batch, double[::1] x, double[::1] y,
+          v, double delta_hat, int adapt, Py_ssize_t period, double c_lo, double c_hi,
+          double factor, double delta_min, double tol, double scale, Py_ssize_t max_epochs,
+          Py_ssize_t check_every, int sampling, unsigned long long seed, mon, x_out=None,
+          trace=None, Py_ssize_t table_max=1 << 20):
     """Run spdc_run on validated arrays: x (the start, overwritten by the solution), y (the
-    dual start, overwritten) and v (margins, dual-free only, overwritten) in place.
-    ``trace``: a float64 array receiving a_k.xt for every row visited, in order (tests).
-    Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, delta_hat,
-    (tau, sigma, theta), (n_up, n_down), history_rows)."""
+    dual start, overwritten) and v (margins, dual-free only, overwritten) in place,
+    reporting every epoch to ``mon`` (which must expect SPDC_HOOK_VALUES values).
+    ``x_out``: None, or a float64 array of n_features that receives x at every evaluation
+    (the callback's coef). ``trace``: a float64 array receiving a_k.xt for every row
+    visited, in order (tests). Returns (status, n_epochs, primal, dual, gap, measure,
+    measure_kind, delta_hat, (tau, sigma, theta), (n_up, n_down))."""
     cdef Py_ssize_t n = y.shape[0], d = n_features, j
     if indptr.shape[0] != n + 1 or b.shape[0] != n or x.shape[0] != d:
         raise ValueError("inconsistent shapes")
@@ -958,32 +1018,35 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
         raise ValueError("X has no nonzero entries")
     if method == SPDC_DUAL_FREE and (v is None or len(v) != n):
         raise ValueError("the dual-free method needs margins v of length n")
+    if mon.n_values != SPDC_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; spdc_run reports "
+                         f"{SPDC_HOOK_VALUES}")
     feat_arr = np.zeros(d, dtype=FEATURE_DTYPE)
     feat_arr["x"] = x
     z_arr = np.empty(n)
     work = np.zeros(d)
     order = np.empty(n + batch, dtype=np.intp)
     perm = np.empty(n, dtype=np.intp)
-    x_view = np.zeros(d if callback is not None else 1)
     cdef signed char[::1] fbytes = feat_arr.view(np.int8)
     cdef double[::1] zv = z_arr, wv = work
     cdef Py_ssize_t[::1] ov = order, pv = perm
     cdef double[::1] vv
-    cdef double[::1] xo = x_view
+    cdef double[::1] xo
     cdef double[::1] tr
     cdef SpdcProblem P
     cdef SpdcOptions opt = spdc_default_options()
     cdef SpdcResult res
     cdef double* vptr = NULL
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "measure", "delta_hat"),
-                       coef=x_view)
     if method == SPDC_DUAL_FREE:
         vv = v
         vptr = &vv[0]
     spdc_problem_init(&P, n, d, &b[0], make_loss(loss, param), lam, lam1, R, method, batch,
                       <SpdcFeature*>&fbytes[0], &y[0], vptr, &zv[0], &wv[0], &ov[0], &pv[0])
     P.delta_hat = delta_hat
-    if callback is not None:
+    if x_out is not None:
+        xo = x_out
+        if xo.shape[0] != d:
+            raise ValueError("x_out must have n_features entries")
         P.x_out = &xo[0]
     if trace is not None:
         tr = trace
@@ -992,7 +1055,7 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     opt.tol = tol
     opt.scale = scale
     opt.max_epochs = max_epochs
-    opt.eval_every = eval_every
+    opt.check_every = check_every
     opt.sampling = sampling
     opt.seed = seed
     opt.adapt = adapt
@@ -1003,20 +1066,20 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     opt.delta_min = delta_min
     opt.table_max = table_max
     with nogil:
-        spdc_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook, <void*>mon)
-    if mon.error is not None:
-        raise mon.error
-    for j in range(d):
-        x[j] = P.feat[j].x
+        spdc_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    if res.status != STATUS_NO_MEMORY:
+        for j in range(d):
+            x[j] = P.feat[j].x
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.measure,
             res.measure_kind, res.delta_hat, (P.tau, P.sigma, P.theta),
-            (res.n_adapt_up, res.n_adapt_down), mon.rows)
+            (res.n_adapt_up, res.n_adapt_down))
 
 
 def parameters(str method, Py_ssize_t n, double R, double gamma, double delta, double lam,
                double Delta, Py_ssize_t batch=1):
-    """(tau, sigma, theta, theta_x, theta_y) of the spec's section 2.6 (method "spdc" or
-    "df_spdc"; batch m: see ``spdc_set_params``)."""
+    """(tau, sigma, theta, theta_x, theta_y) of Wang & Xiao 2017, Theorem 2 (method "spdc")
+    or Theorem 4 (method "df_spdc"; theta_x with the 2n(sigma + 4) of its proof); batch m:
+    see ``spdc_set_params``."""
     cdef double tau, sigma, tx, ty
     _params(SPDC_DUAL_FREE if method == "df_spdc" else SPDC_EUCLID, <double>n, <double>batch,
             R, gamma, delta, lam, Delta, &tau, &sigma, &tx, &ty)
