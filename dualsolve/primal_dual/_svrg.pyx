@@ -15,6 +15,10 @@ steps that touch feature j, its update is an autonomous recurrence with constant
 coefficients, and the missed steps are applied in O(1) when j is next read (catch-up), or
 at a flush (end of the epoch, every ``T`` steps, before the objective is evaluated).
 
+The snapshot's pass over X gives, besides P(xs), gs and mu, a certified duality gap for
+free: ``y_i = gs_i`` is a dual point with ``A^T y / n = mu`` (see ``_svrg.pxd``), so the
+gap costs the conjugates phi*(gs_i) and O(n_features).
+
 Prox-SVRG (Xiao & Zhang 2014), step eta, one untouched step:
 
     x_j <- prox_{eta psi}(x_j - eta mu_j) = S(x_j - eta mu_j, eta l1) / (1 + eta lam).
@@ -63,32 +67,30 @@ copysign/fmax: the sign of x_j is random over a row, and mispredicted branches c
 than the memory traffic (a factor 2.7 on SVRG's epoch with the state in cache).
 """
 from libc.stdint cimport int64_t
-from libc.math cimport fabs, fmax, copysign, log, log1p, ceil, isfinite, NAN
+from libc.math cimport fabs, fmax, copysign, log, log1p, ceil, isfinite, NAN, INFINITY
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._monitor import EpochMonitor
-
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
-from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, loss_conj, make_loss
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.lazy cimport drift_coeffs
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
+                                     STATUS_NO_MEMORY)
 
 
 cdef enum:
-    METHOD_SVRG = 0
-    METHOD_KATYUSHA = 1
-
-cdef enum:
-    STATUS_CONVERGED = 0
-    STATUS_MAX_EPOCHS = 1
-    STATUS_STOPPED = 2
-    STATUS_DIVERGED = 3
+    METHOD_SVRG = SVRG_METHOD_SVRG
+    METHOD_KATYUSHA = SVRG_METHOD_KATYUSHA
 
 # Longest run of steps between two flushes (bounds the catch-up tables: 11 doubles per
 # step for Katyusha, 2 for SVRG). Epochs longer than this flush mid-epoch (O(n_features)).
-TABLE_MAX = 65536
+cdef enum:
+    TABLE_MAX = 65536
 
 
 # ---------------------------------------------------------------------------------------
@@ -113,7 +115,7 @@ cdef inline int64_t _exit_time(double x, int64_t s, double f, double sg, double 
     """The first k in [1, s] whose iterate x_k = pw[k] x + sm[k] f (a^k and sum_{r<k} a^r
     from a table with ``stride`` doubles per k; a = 1/(1 + step lam), f = -a step c) is out
     of the piece of x_0 = x, or s if x_s is still in it. The orbit is monotone, so the
-    closed-form estimate (spec seed1 3.2) is checked by evaluation and corrected by a
+    closed-form estimate (that of ``prox_pow``) is checked by evaluation and corrected by a
     short walk, or a bisection if it were ever far off."""
     cdef double kr, r
     cdef int64_t k, lo, hi, mid
@@ -462,6 +464,8 @@ ctypedef struct VRState:
     int64_t since_flush
     Py_ssize_t next_i     # the next row, drawn one step ahead (its row is prefetched);
                           # rows are used in the order they are drawn
+    double* trace         # NULL, or where the next step's iterate is recorded (tests)
+    Py_ssize_t trace_stride
     rng_state rng
 
 
@@ -542,9 +546,9 @@ cdef void _record(VRState* S, double* out) noexcept nogil:
             out[j] = _svrg_value(&S.V, &S.V.c[j], S.t - S.V.c[j].last)
 
 
-cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
-                 VRState* S, Py_ssize_t m, double* trace, Py_ssize_t trace_stride) noexcept nogil:
-    """m stochastic steps, then a flush (every coordinate current at S.t)."""
+cdef void _steps(const floating* data, const index_t* indices, const index_t* indptr,
+                 VRState* S, Py_ssize_t m) noexcept nogil:
+    """m stochastic steps (a flush every T steps)."""
     cdef Py_ssize_t r, i, nxt, start
     for r in range(m):
         if S.since_flush >= S.T:
@@ -560,38 +564,90 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             _svrg_step(data + start, indices + start, indptr[i + 1] - start, S, i)
         S.t += 1
         S.since_flush += 1
-        if trace != NULL:
-            _record(S, trace)
-            trace += trace_stride
+        if S.trace != NULL:
+            _record(S, S.trace)
+            S.trace += S.trace_stride
+
+
+cdef int _epoch(const floating* data, const index_t* indices, const index_t* indptr,
+                VRState* S, Py_ssize_t m, Py_ssize_t chunk, epoch_hook hook,
+                void* ctx) noexcept nogil:
+    """m stochastic steps in chunks of ``chunk`` with a poll of the hook (epoch -1: Ctrl-C)
+    between two, then a flush (every coordinate current at S.t). Returns 0, or the status
+    the hook asked to stop with (the epoch is cut short, without the flush)."""
+    cdef Py_ssize_t done = 0, count
+    cdef int stop
+    while done < m:
+        count = m - done
+        if count > chunk:
+            count = chunk
+        _steps(data, indices, indptr, S, count)
+        done += count
+        if done < m and hook != NULL:
+            stop = hook(ctx, -1, NULL)
+            if stop != 0:
+                return stop
     _flush(S)
+    return 0
 
 
-cdef double _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
-                      VRState* S, const double* x, double lam, double l1) noexcept nogil:
-    """P(x) with every score computed from scratch, and gs_i = phi'(a_i.x)."""
-    cdef Py_ssize_t i, j, start
-    cdef double s, loss_sum = 0.0, sq = 0.0, ab = 0.0
+cdef void _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
+                    VRState* S, const double* x, double* mu, KahanSum* sums) noexcept nogil:
+    """One pass over X at the snapshot x: gs_i = phi'(a_i.x), mu = (1/n) sum_i gs_i a_i,
+    sums[0] = sum_i phi(a_i.x), sums[1] = sum_i phi*(gs_i) (compensated)."""
+    cdef Py_ssize_t i, start, nnz
+    cdef double s, g, scale = 1.0 / S.n
+    memset(mu, 0, S.d * sizeof(double))
+    sums[0] = ksum_new()
+    sums[1] = ksum_new()
     for i in range(S.n):
         start = indptr[i]
-        s = sparse_dot(data + start, indices + start, indptr[i + 1] - start, x)
-        loss_sum += loss_value(&S.loss, s, S.y[i])
-        S.gs[i] = loss_deriv(&S.loss, s, S.y[i])
+        nnz = indptr[i + 1] - start
+        s = sparse_dot(data + start, indices + start, nnz, x)
+        ksum_add(&sums[0], loss_value(&S.loss, s, S.y[i]))
+        g = loss_deriv(&S.loss, s, S.y[i])
+        S.gs[i] = g
+        # phi*(g; y) = h(-g; y) in the loss table's convention
+        ksum_add(&sums[1], loss_conj(&S.loss, -g, S.y[i]))
+        if g != 0.0:
+            sparse_axpy(g * scale, data + start, indices + start, nnz, mu)
+
+
+cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSum* sums,
+                    double lam, double l1, double* out) noexcept nogil:
+    """out = (primal, dual, gap, measure) at the snapshot x from its pass (_snapshot)."""
+    cdef Py_ssize_t i, j
+    cdef double loss_sum = ksum_value(&sums[0]), conj_sum = ksum_value(&sums[1])
+    cdef double inv_n = 1.0 / S.n, reg, gs, w, umax = 0.0, sc
+    cdef KahanSum sxx = ksum_new(), sx1 = ksum_new(), sgs = ksum_new(), cs = ksum_new()
     for j in range(S.d):
-        sq += x[j] * x[j]
-        ab += fabs(x[j])
-    return loss_sum / S.n + 0.5 * lam * sq + l1 * ab
-
-
-cdef void _full_gradient(const floating* data, const index_t* indices, const index_t* indptr,
-                         const VRState* S, double* mu) noexcept nogil:
-    """mu = (1/n) sum_i gs_i a_i."""
-    cdef Py_ssize_t i, start
-    cdef double scale = 1.0 / S.n
-    memset(mu, 0, S.d * sizeof(double))
-    for i in range(S.n):
-        if S.gs[i] != 0.0:
-            start = indptr[i]
-            sparse_axpy(S.gs[i] * scale, data + start, indices + start, indptr[i + 1] - start, mu)
+        ksum_add(&sxx, x[j] * x[j])
+        ksum_add(&sx1, fabs(x[j]))
+        w = _shrink(mu[j], l1)
+        ksum_add(&sgs, w * w)
+        if fabs(mu[j]) > umax:
+            umax = fabs(mu[j])
+    reg = 0.5 * lam * ksum_value(&sxx) + l1 * ksum_value(&sx1)
+    gs = ksum_value(&sgs)
+    out[0] = loss_sum * inv_n + reg
+    if lam > 0.0:
+        out[1] = -conj_sum * inv_n - gs / (2.0 * lam)
+        out[2] = (loss_sum + conj_sum) * inv_n + (reg + gs / (2.0 * lam))
+        out[3] = out[2]
+    elif l1 > 0.0:
+        # g* = indicator{||w||_inf <= l1}: scale the dual into its domain (s y stays in the
+        # loss's dual domain, an interval holding 0)
+        sc = 1.0 if umax <= l1 else l1 / umax
+        for i in range(S.n):
+            ksum_add(&cs, loss_conj(&S.loss, -sc * S.gs[i], S.y[i]))
+        out[1] = -ksum_value(&cs) * inv_n
+        out[2] = (loss_sum + ksum_value(&cs)) * inv_n + reg
+        out[3] = out[2]
+    else:
+        # g* = indicator{0}: no dual unless mu = 0; the measure is ||grad f(x)||^2
+        out[1] = -conj_sum * inv_n if umax == 0.0 else -INFINITY
+        out[2] = (loss_sum + conj_sum) * inv_n if umax == 0.0 else INFINITY
+        out[3] = gs
 
 
 cdef void _new_snapshot(VRState* S, double* xs, double inv_norm) noexcept nogil:
@@ -621,159 +677,279 @@ cdef void _set_mu(VRState* S, const double* mu) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# Python driver
+# the engine
 
 
-def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-         Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
-         double l1, double[::1] x, int method, double step, Py_ssize_t inner, double tau1,
-         int option, double tol, Py_ssize_t max_epochs, unsigned long long seed, int verbose,
-         callback, trace=None, Py_ssize_t table_max=TABLE_MAX):
-    """Run prox-SVRG (method 0) or Katyusha (method 1) on validated arrays.
+cdef SvrgOptions svrg_default_options() noexcept nogil:
+    cdef SvrgOptions o
+    o.tol = 1e-8
+    o.max_epochs = 100
+    o.seed = 0
+    o.table_max = TABLE_MAX
+    return o
+
+
+cdef void svrg_problem_init(SvrgProblem* P, Py_ssize_t n, Py_ssize_t d, const double* b,
+                            Loss loss, double lam, double l1, int method, double step,
+                            Py_ssize_t m, double tau1, int option, double* x) noexcept nogil:
+    P.n = n
+    P.d = d
+    P.b = b
+    P.loss = loss
+    P.lam = lam
+    P.l1 = l1
+    P.method = method
+    P.step = step
+    P.m = m
+    P.tau1 = tau1
+    P.option = option
+    P.x = x
+    P.trace = NULL
+
+
+cdef void _setup(VRState* S, const SvrgProblem* P, int64_t T, double* work, double* coords,
+                double* tables, double* inv_norm) noexcept nogil:
+    """The per-method state over caller-owned buffers (coords: d * width doubles, tables:
+    see _table_doubles), from the start P.x."""
+    cdef Py_ssize_t j, d = P.d
+    cdef double step = P.step, lam = P.lam, vm = 0.0
+    cdef int64_t k
+    cdef KatTab* ktab
+    memset(S, 0, sizeof(VRState))
+    S.method = P.method
+    S.n = P.n
+    S.d = d
+    S.y = P.b
+    S.loss = P.loss
+    S.gs = work
+    S.T = T
+    S.trace = P.trace
+    S.trace_stride = (2 if P.method == METHOD_KATYUSHA else 1) * d
+    inv_norm[0] = 1.0
+    if P.method == METHOD_SVRG:
+        S.V.c = <SvrgCoord*>coords
+        S.V.d = d
+        S.V.eta = step
+        S.V.lam = lam
+        S.V.l1 = P.l1
+        S.V.a = 1.0 / (1.0 + step * lam)
+        for j in range(d):
+            S.V.c[j].x = P.x[j]
+            S.V.c[j].mu = 0.0
+            S.V.c[j].last = 0
+        for k in range(T + 1):
+            drift_coeffs(-log1p(step * lam), k, &tables[2 * k], &tables[2 * k + 1])
+        S.V.tab = tables
+        return
+    S.K.c = <KatCoord*>coords
+    S.K.d = d
+    for j in range(d):
+        S.K.c[j].z = P.x[j]
+        S.K.c[j].y = P.x[j]
+        S.K.c[j].xs = P.x[j]
+        S.K.c[j].acc = 0.0
+        S.K.c[j].mu = 0.0
+        S.K.c[j].last = 0
+    S.K.tau1 = P.tau1
+    S.K.tau2 = 0.5
+    S.K.beta = 1.0 - P.tau1 - 0.5
+    S.K.alpha = step / P.tau1
+    S.K.ystep = step
+    S.K.lam = lam
+    S.K.l1 = P.l1
+    S.K.a = 1.0 / (1.0 + S.K.alpha * lam)
+    S.K.gy = 1.0 / (1.0 + step * lam)
+    S.K.v = 1.0 / (1.0 + S.K.alpha * lam)
+    S.K.option = P.option
+    S.K.direct = P.option == 1 and P.l1 > 0.0
+    if not S.K.direct:
+        ktab = <KatTab*>tables
+        if P.option == 1:
+            _kat_fill_tables(ktab, T, S.K.a, P.tau1 / (1.0 + step * lam),
+                             S.K.beta / (1.0 + step * lam), S.K.v)
+        else:
+            _kat_fill_tables(ktab, T, S.K.a, P.tau1 * S.K.a, S.K.beta, S.K.v)
+        S.K.tab = ktab
+    # snapshot normalisation: 1 / sum_{k<m} v^k
+    drift_coeffs(-log1p(S.K.alpha * lam), P.m, &vm, inv_norm)
+    inv_norm[0] = 1.0 / inv_norm[0]
+
+
+cdef inline Py_ssize_t _table_doubles(int method, int64_t T) noexcept nogil:
+    if method == METHOD_KATYUSHA:
+        return <Py_ssize_t>((T + 1) * KAT_TAB_WIDTH)
+    return <Py_ssize_t>(2 * (T + 1))
+
+
+cdef int svrg_run(const floating* data, const index_t* indices, const index_t* indptr,
+                  SvrgProblem* P, const SvrgOptions* opt, SvrgResult* res,
+                  epoch_hook hook, void* ctx) noexcept nogil:
+    """Run to ``measure <= tol * scale`` (tol > 0) or ``max_epochs`` from P.x; P.x receives
+    the last snapshot. Returns ``res.status``."""
+    cdef Py_ssize_t i, n = P.n, d = P.d, m = P.m, epoch = 0, chunk
+    cdef Py_ssize_t dd = d if d > 0 else 1
+    cdef int64_t T
+    cdef int stop, kind
+    cdef double inv_norm = 1.0, target, p0, row_nnz, g0
+    cdef double out[4]
+    cdef double values[SVRG_HOOK_VALUES]
+    cdef KahanSum sums[2]
+    cdef VRState S
+    cdef Py_ssize_t width = (sizeof(KatCoord) if P.method == METHOD_KATYUSHA
+                             else sizeof(SvrgCoord)) // sizeof(double)
+    cdef double* gs = NULL
+    cdef double* mu = NULL
+    cdef double* coords = NULL
+    cdef double* tables = NULL
+    T = m if m < opt.table_max else opt.table_max
+    if T < 1:
+        T = 1
+    res.n_epochs = 0
+    res.primal = res.dual = res.gap = res.measure = NAN
+    res.passes = 0.0
+    kind = (SVRG_MEASURE_GAP if P.lam > 0.0 else
+            (SVRG_MEASURE_RESCALED_GAP if P.l1 > 0.0 else SVRG_MEASURE_GRAD))
+    res.measure_kind = kind
+    gs = <double*>malloc((n if n > 0 else 1) * sizeof(double))
+    mu = <double*>malloc(dd * sizeof(double))
+    coords = <double*>malloc(dd * width * sizeof(double))
+    tables = <double*>malloc(_table_doubles(P.method, T) * sizeof(double))
+    if gs == NULL or mu == NULL or coords == NULL or tables == NULL:
+        free(gs)
+        free(mu)
+        free(coords)
+        free(tables)
+        res.status = STATUS_NO_MEMORY
+        return res.status
+    _setup(&S, P, T, gs, coords, tables, &inv_norm)
+    rng_seed(&S.rng, opt.seed)
+    S.next_i = <Py_ssize_t>rng_below(&S.rng, <unsigned long long>n)
+    # the scales: P(0), and for the gradient measure ||grad f(0)||^2 (one pass over X)
+    sums[0] = ksum_new()
+    for i in range(n):
+        ksum_add(&sums[0], loss_value(&S.loss, 0.0, P.b[i]))
+    p0 = ksum_value(&sums[0]) / n
+    res.p0 = p0
+    res.scale = p0
+    if kind == SVRG_MEASURE_GRAD:
+        memset(mu, 0, d * sizeof(double))
+        for i in range(n):
+            g0 = loss_deriv(&S.loss, 0.0, P.b[i])
+            if g0 != 0.0:
+                sparse_axpy(g0 / n, data + indptr[i], indices + indptr[i],
+                            indptr[i + 1] - indptr[i], mu)
+        sums[0] = ksum_new()
+        for i in range(d):
+            ksum_add(&sums[0], mu[i] * mu[i])
+        res.scale = ksum_value(&sums[0])
+    # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
+    target = opt.tol * res.scale if opt.tol > 0.0 else -INFINITY
+    # steps per poll of the hook: about SVRG_POLL_WORK nonzeros
+    row_nnz = <double>indptr[n] / <double>n + 1.0
+    chunk = <Py_ssize_t>(<double>SVRG_POLL_WORK / row_nnz)
+    if chunk < 1:
+        chunk = 1
+
+    res.status = STATUS_MAX_EPOCHS
+    _snapshot(data, indices, indptr, &S, P.x, mu, sums)
+    _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
+    res.passes = 1.0
+    if not isfinite(out[0]):
+        res.status = STATUS_DIVERGED
+    elif out[3] <= target:
+        res.status = STATUS_CONVERGED
+    if hook != NULL:
+        values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
+        values[4] = res.passes
+        stop = hook(ctx, 0, values)
+        if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+            res.status = stop
+    while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
+        _set_mu(&S, mu)
+        stop = _epoch(data, indices, indptr, &S, m, chunk, hook, ctx)
+        if stop != 0:
+            res.status = stop             # mid-epoch (Ctrl-C): x stays the last snapshot
+            break
+        epoch += 1
+        _new_snapshot(&S, P.x, inv_norm)
+        _snapshot(data, indices, indptr, &S, P.x, mu, sums)
+        _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
+        res.passes += 1.0 + <double>m / n
+        if not isfinite(out[0]):
+            res.status = STATUS_DIVERGED
+        elif out[3] <= target:
+            res.status = STATUS_CONVERGED
+        if hook != NULL:
+            values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
+            values[4] = res.passes
+            stop = hook(ctx, epoch, values)
+            if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+                res.status = stop
+    res.n_epochs = epoch
+    res.primal = out[0]
+    res.dual = out[1]
+    res.gap = out[2]
+    res.measure = out[3]
+    free(gs)
+    free(mu)
+    free(coords)
+    free(tables)
+    return res.status
+
+
+# ---------------------------------------------------------------------------------------
+# the engine's Python entry (baselines.py): history, verbose lines, callback and Ctrl-C
+# through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
+
+
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
+          double l1, double[::1] x, int method, double step, Py_ssize_t steps_per_epoch,
+          double tau1, int option, double tol, Py_ssize_t max_epochs,
+          unsigned long long seed, mon, trace=None, Py_ssize_t table_max=TABLE_MAX):
+    """Run svrg_run (prox-SVRG: method 0, Katyusha: method 1) on validated arrays,
+    reporting every epoch to ``mon`` (which must expect SVRG_HOOK_VALUES values).
 
     x holds the starting point and receives the returned iterate (the last snapshot).
     SVRG: ``step`` = eta. Katyusha: ``step`` = 1/(3L), alpha = step / tau1, tau2 = 1/2,
     sigma = lam, ``option`` 1 or 2 (the paper's y update I or II).
-    ``trace``: None, or a float64 array of max_epochs * inner * k * n_features entries
-    (k = 1 for SVRG: x; k = 2 for Katyusha: z then y) that receives the iterate after every
-    step (tests; O(d) per step). ``table_max``: flush at least every this many steps.
-    Returns (status, n_epochs, primal, p0, history_rows).
+    ``trace``: None, or a float64 array of max_epochs * steps_per_epoch * k * n_features
+    entries (k = 1 for SVRG: x; k = 2 for Katyusha: z then y) that receives the iterate
+    after every step (tests; O(d) per step). ``table_max``: flush at least every this many
+    steps. Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, p0, scale).
     """
-    cdef Py_ssize_t n = indptr.shape[0] - 1, d = n_features, i, j, epoch
-    cdef VRState S
-    cdef double P, P_prev, p0 = 0.0, passes, inv_norm = 1.0, vm = 0.0
-    cdef int status = STATUS_MAX_EPOCHS
-    cdef Py_ssize_t m = inner
-    cdef int64_t T = min(m, max(table_max, 1)), k
-    cdef double* tr = NULL
-    cdef Py_ssize_t tr_stride = 0
+    cdef Py_ssize_t n = indptr.shape[0] - 1, d = n_features
+    cdef SvrgProblem P
+    cdef SvrgOptions opt = svrg_default_options()
+    cdef SvrgResult res
+    cdef double[::1] tr_v
+    cdef double dummy = 0.0
     if y.shape[0] != n or x.shape[0] != d:
         raise ValueError("y / x do not match X")
-    if m < 1:
-        raise ValueError("inner must be >= 1")
+    if steps_per_epoch < 1:
+        raise ValueError("steps_per_epoch must be >= 1")
     if method == METHOD_KATYUSHA and not (0.0 < tau1 <= 0.5 and option in (1, 2)):
         raise ValueError("Katyusha needs 0 < tau1 <= 1/2 and option 1 or 2")
-
-    memset(&S, 0, sizeof(VRState))
-    S.method = method
-    S.n = n
-    S.d = d
-    S.y = &y[0]
-    S.loss = make_loss(loss, param)
-    S.t = 0
-    S.T = T
-    S.since_flush = 0
-    rng_seed(&S.rng, seed)
-    S.next_i = <Py_ssize_t>rng_below(&S.rng, <unsigned long long>n)
-
-    gs = np.zeros(n)
-    mu = np.zeros(max(d, 1))
-    xs_arr = np.zeros(max(d, 1))
-    xs_arr[:d] = x
-    cdef double[::1] gs_v = gs, mu_v = mu, xs_v = xs_arr, c_v, tab_v
-    S.gs = &gs_v[0]
-    # per-feature state, one struct per feature (see SvrgCoord / KatCoord)
-    cdef Py_ssize_t width = (sizeof(KatCoord) if method == METHOD_KATYUSHA
-                             else sizeof(SvrgCoord)) // sizeof(double)
-    coords = np.zeros(max(d, 1) * width)
-    c_v = coords
-    tables = None
-    cdef KatTab* ktab
-
-    if method == METHOD_SVRG:
-        S.V.c = <SvrgCoord*>&c_v[0]
-        S.V.d = d
-        S.V.eta = step
-        S.V.lam = lam
-        S.V.l1 = l1
-        S.V.a = 1.0 / (1.0 + step * lam)
-        for j in range(d):
-            S.V.c[j].x = x[j]
-        tables = np.empty(2 * (T + 1))
-        tab_v = tables
-        for k in range(T + 1):
-            drift_coeffs(-log1p(step * lam), k, &tab_v[2 * k], &tab_v[2 * k + 1])
-        S.V.tab = &tab_v[0]
-    else:
-        S.K.c = <KatCoord*>&c_v[0]
-        S.K.d = d
-        for j in range(d):
-            S.K.c[j].z = x[j]
-            S.K.c[j].y = x[j]
-            S.K.c[j].xs = x[j]
-        S.K.tau1 = tau1
-        S.K.tau2 = 0.5
-        S.K.beta = 1.0 - tau1 - 0.5
-        S.K.alpha = step / tau1
-        S.K.ystep = step
-        S.K.lam = lam
-        S.K.l1 = l1
-        S.K.a = 1.0 / (1.0 + S.K.alpha * lam)
-        S.K.gy = 1.0 / (1.0 + step * lam)
-        S.K.v = 1.0 / (1.0 + S.K.alpha * lam)
-        S.K.option = option
-        S.K.direct = option == 1 and l1 > 0.0
-        if not S.K.direct:
-            tables = np.empty((T + 1) * (sizeof(KatTab) // sizeof(double)))
-            tab_v = tables
-            ktab = <KatTab*>&tab_v[0]
-            if option == 1:
-                _kat_fill_tables(ktab, T, S.K.a, tau1 / (1.0 + step * lam),
-                                 S.K.beta / (1.0 + step * lam), S.K.v)
-            else:
-                _kat_fill_tables(ktab, T, S.K.a, tau1 * S.K.a, S.K.beta, S.K.v)
-            S.K.tab = ktab
-        # snapshot normalisation: 1 / sum_{k<m} v^k
-        drift_coeffs(-log1p(S.K.alpha * lam), m, &vm, &inv_norm)
-        inv_norm = 1.0 / inv_norm
-
+    if mon.n_values != SVRG_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; svrg_run reports "
+                         f"{SVRG_HOOK_VALUES}")
+    svrg_problem_init(&P, n, d, &y[0], make_loss(loss, param), lam, l1, method, step,
+                      steps_per_epoch, tau1, option, &x[0] if d > 0 else &dummy)
     if trace is not None:
         k_rec = 2 if method == METHOD_KATYUSHA else 1
         tr_arr = trace
         if tr_arr.dtype != np.float64 or not tr_arr.flags.c_contiguous or \
-                tr_arr.size < max_epochs * m * k_rec * d:
+                tr_arr.size < max_epochs * steps_per_epoch * k_rec * d:
             raise ValueError("trace must be a C-contiguous float64 array of "
-                             "max_epochs * inner * k * n_features entries")
-        tr = _ptr(tr_arr.reshape(-1))
-        tr_stride = k_rec * d
-
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "passes"), coef=xs_arr[:d])
-
-    for i in range(n):
-        p0 += loss_value(&S.loss, 0.0, y[i])
-    p0 /= n
+                             "max_epochs * steps_per_epoch * k * n_features entries")
+        tr_v = tr_arr.reshape(-1)
+        if tr_v.shape[0] > 0:
+            P.trace = &tr_v[0]
+    opt.tol = tol
+    opt.max_epochs = max_epochs
+    opt.seed = seed
+    opt.table_max = table_max if table_max > 0 else 1
     with nogil:
-        P = _snapshot(&data[0], &indices[0], &indptr[0], &S, &xs_v[0], lam, l1)
-    passes = 1.0
-    epoch = 0
-    if not isfinite(P):
-        status = STATUS_DIVERGED
-    if mon.report(0, P, NAN, NAN, passes) and status == STATUS_MAX_EPOCHS:
-        status = STATUS_STOPPED
-    while status == STATUS_MAX_EPOCHS and epoch < max_epochs:
-        epoch += 1
-        P_prev = P
-        with nogil:
-            _full_gradient(&data[0], &indices[0], &indptr[0], &S, &mu_v[0])
-            _set_mu(&S, &mu_v[0])
-            _epoch(&data[0], &indices[0], &indptr[0], &S, m, tr, tr_stride)
-            _new_snapshot(&S, &xs_v[0], inv_norm)
-            P = _snapshot(&data[0], &indices[0], &indptr[0], &S, &xs_v[0], lam, l1)
-        if tr != NULL:
-            tr += m * tr_stride
-        passes += 1.0 + <double>m / n
-        if not isfinite(P):
-            status = STATUS_DIVERGED
-        elif fabs(P_prev - P) <= tol * p0:
-            status = STATUS_CONVERGED
-        if mon.report(epoch, P, NAN, NAN, passes) and status == STATUS_MAX_EPOCHS:
-            status = STATUS_STOPPED
-    if mon.error is not None:
-        raise mon.error
-    for j in range(d):
-        x[j] = xs_v[j]
-    return status, epoch, P, p0, mon.rows
-
-
-cdef double* _ptr(double[::1] v):
-    return &v[0] if v.shape[0] > 0 else NULL
+        svrg_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.measure,
+            res.measure_kind, res.p0, res.scale)

@@ -1,5 +1,5 @@
-"""Primal baselines of the linear primal-dual family (Wang & Xiao 2017, figures 2 and 3;
-spec seed1 section 4.6): ``train_svrg`` (proximal SVRG, Xiao & Zhang 2014) and
+"""Primal baselines of the linear primal-dual family (Wang & Xiao 2017 compare against them in
+their figures 2 and 3): ``train_svrg`` (proximal SVRG, Xiao & Zhang 2014) and
 ``train_katyusha`` (Allen-Zhu 2017, the strongly convex version).
 
 Both minimise, with ``n`` rows ``a_i`` of X and ``x`` of length ``n_features``::
@@ -7,22 +7,25 @@ Both minimise, with ``n`` rows ``a_i`` of X and ``x`` of length ``n_features``::
     P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
 with variance-reduced stochastic gradients of the loss part and the proximal map of the
-regulariser. The loops are in ``_svrg.pyx``; a stochastic step costs O(nnz of the row)
-(the dense snapshot-gradient term is applied just in time per feature, see there).
+regulariser. The loops are in ``_svrg.pyx`` (``svrg_run``); a stochastic step costs O(nnz of
+the row) (the dense snapshot-gradient term is applied just in time per feature, see there).
 """
+import dataclasses
+import functools
+import inspect
 import math
-import warnings
 
 import numpy as np
 
-from .._validation import (check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget, check_seed,
-                           check_choice, ConvergenceWarning)
-from ..model import Model, make_history, warm_start_coef
+from .._driver import Result, Solver, fit, register
+from .._params import Integral, Interval, Options, Real
+from ..model import warm_start_coef
 from . import _svrg
 
-_STATUS = {0: "converged", 1: "max_epochs", 2: "stopped", 3: "diverged"}
-_LOSSES = ("squared", "logistic", "smooth_hinge", "squared_hinge")
-_OPTIONS = {"I": 1, "II": 2}
+LOSSES = ("squared", "logistic", "smooth_hinge", "squared_hinge")
+OPTIONS = {"I": 1, "II": 2}
+MEASURES = {0: "gap", 1: "rescaled_gap", 2: "grad_norm2"}
+SVRG, KATYUSHA = 0, 1                               # _svrg.pxd SVRG_METHOD_*
 
 
 def _smoothness(loss, param):
@@ -34,44 +37,41 @@ def _smoothness(loss, param):
     return 1.0 / param          # smooth hinge (width param), squared hinge (scale param)
 
 
-def _common(solver, X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed, callback,
-            warm_start):
-    Xc = check_csr(X)
-    n, d = Xc.shape
-    loss, param, b, classes = check_loss_and_labels(
-        loss, smoothing, _LOSSES, y, n, solver,
-        "variance-reduced gradient methods need a smooth loss")
-    lam = check_regularization(lam, None, n, allow_zero=True)
-    l1 = check_positive(l1, "l1", allow_zero=True)
-    inner = 2 * n if inner is None else check_int(inner, "inner", 1)
-    tol = check_positive(tol, "tol", allow_zero=True)
-    max_epochs = check_budget(max_epochs, "max_epochs", 0)
-    seed = check_seed(seed)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    x0 = warm_start_coef(warm_start, d)
+def _engine(p, o, mon, *, method, trace=None, table_max=65536):
+    n, d = p.n, p.d
+    lam, l1 = p.lam, o["l1"]
+    m = 2 * n if o["steps_per_epoch"] is None else o["steps_per_epoch"]
     # L_max: the largest row smoothness of the loss part (0 only when X has no entries;
     # then any step works and 1 is used)
-    L = _smoothness(loss, param) * float(Xc.sqnorm.max())
+    L = _smoothness(p.loss, p.loss_param) * float(p.X.sqnorm.max())
     if not L > 0.0:
         L = 1.0
-    return Xc, b, classes, loss, param, lam, l1, inner, tol, max_epochs, seed, x0, L
-
-
-def _finish(solver, status, n_epochs, primal, p0, rows, x, classes, params):
-    if status == 3:
-        warnings.warn(f"{solver} diverged (the objective became {primal}) after {n_epochs} "
-                      "epochs; use a smaller step", ConvergenceWarning, stacklevel=3)
-    elif status == 1 and params["max_epochs"] > 0 and params["tol"] > 0:
-        last = rows[-2][2] - rows[-1][2] if len(rows) > 1 else math.nan
-        warnings.warn(f"{solver} stopped after max_epochs={n_epochs} with the last epoch "
-                      f"changing the objective by {last:.3e} > tol * P(0) = "
-                      f"{params['tol'] * p0:.3e}; increase max_epochs or tol",
-                      ConvergenceWarning, stacklevel=3)
-    params.update(status=_STATUS[status], p0=p0)
-    return Model(coef=x, history=make_history(rows, extra_fields=("passes",)),
-                 converged=status == 0, n_epochs=n_epochs, solver=solver, params=params,
-                 classes=classes)
+    x = warm_start_coef(p.warm_start, d)
+    tau1, option = 0.0, 0
+    if method == SVRG:
+        step = 0.1 / L if o["step"] is None else o["step"]
+        info = dict(step=step, L=L)
+    else:
+        option = o["option"] or ("I" if l1 == 0.0 else "II")
+        step = 1.0 / (3.0 * L) if o["step"] is None else o["step"]
+        tau1 = o["tau1"]
+        if tau1 is None:
+            if lam == 0.0:
+                raise ValueError("train_katyusha with lam = 0 needs tau1: its default "
+                                 "min(sqrt(steps_per_epoch * sigma / (3 L)), 1/2) uses sigma = "
+                                 "lam > 0 (the strongly convex version of Katyusha)")
+            tau1 = min(math.sqrt(m * lam * step), 0.5)
+        info = dict(step=step, tau1=tau1, tau2=0.5, alpha=step / tau1, option=option,
+                    L=1.0 / (3.0 * step), L_max=L)
+        option = OPTIONS[option]
+    mon.set_coef(x)
+    status, n_epochs, primal, dual, gap, measure, kind, p0, scale = _svrg.solve(
+        p.X.data, p.X.indices, p.X.indptr, d, p.y, p.loss, p.loss_param, lam, l1, x, method,
+        step, m, tau1, option, p.tol, p.max_epochs, p.seed, mon, trace=trace,
+        table_max=table_max)
+    info.update(steps_per_epoch=m, p0=p0, scale=scale, measure=MEASURES[kind])
+    return Result(status, n_epochs, coef=x, measure=measure, threshold=p.tol * scale,
+                  info=info)
 
 
 _OBJECTIVE = """
@@ -92,26 +92,35 @@ _OBJECTIVE = """
                          (``s = smoothing``, default 0.5)                   c = 1/s
     ``"squared_hinge"``  max(0, 1 - m)^2                                    c = 2
 
-    Every epoch computes the snapshot's full gradient (one pass over X; the per-row
-    derivatives ``phi'(a_i.xs)`` are kept, n doubles, so a step evaluates one row
-    derivative), then makes ``inner`` steps on rows drawn uniformly with replacement. A step
-    costs O(nnz of the row): the snapshot gradient is a constant dense term between
-    snapshots, applied to each feature just in time when the feature is next read, and to
-    all features at the end of the epoch (O(n_features)).
+    An epoch is one snapshot and ``steps_per_epoch`` (default 2n) stochastic steps. The
+    snapshot's pass over X gives P at the snapshot (every score recomputed), the per-row
+    derivatives ``phi'(a_i.xs)`` (kept, n doubles, so a step evaluates one row derivative)
+    and the full gradient ``mu`` of the loss part; then the steps draw rows uniformly with
+    replacement. A step costs O(nnz of the row): the snapshot gradient is a constant dense
+    term between snapshots, applied to each feature just in time when the feature is next
+    read, and to all features at the end of the epoch (O(n_features)).
 
-    History: one row per epoch (row 0 is the starting point) with the exact primal of the
-    returned iterate (the snapshot; every score recomputed, one pass over X that the next
-    snapshot gradient reuses), NaN ``dual`` and ``gap`` (no dual), and ``passes``: the
-    component-gradient evaluations so far divided by n (1 per snapshot, ``inner / n`` per
-    epoch of steps).
+    Certificate (the stopping rule): the snapshot's derivatives are a dual point,
+    ``y_i = phi'(a_i.xs; b_i)``, of the Fenchel dual of the regularised problem
 
-    Stopping: after epoch k when ``|P_{k-1} - P_k| <= tol * P(0)``, with ``P(0)`` the
-    objective at x = 0 (the mean loss at zero scores): the primal has stopped changing by
-    more than ``tol`` relative to P(0) over an epoch (an absolute threshold, so a warm start
-    near the optimum stops after one epoch). This is a stall test, not a certificate:
-    ``P - P*`` is about the last decrease times ``rho / (1 - rho)``, rho the per-epoch
-    contraction. Or after ``max_epochs`` (a ConvergenceWarning), or when the callback
-    returns True, or when the objective becomes NaN/inf (status "diverged", a warning).
+        D(y) = -(1/n) sum_i phi*(y_i; b_i) - ||S(-mu, l1)||^2 / (2 lam),   mu = X^T y / n,
+
+    so the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs the n conjugates and O(d) on
+    top of the snapshot. The solver stops (``stop_reason="converged"``) when it is
+    ``<= tol * P(0)``, with ``P(0)`` the objective at x = 0 (the mean loss at zero scores;
+    an absolute threshold, so a warm start near the optimum stops at once). With
+    ``lam = 0`` and ``l1 > 0`` the dual is first scaled into the domain of the L1 term's
+    conjugate (``s y``, ``s = min(1, l1 / ||mu||_inf)``), still a certificate; with
+    ``lam = l1 = 0`` there is no dual (gap = +inf) and the test is
+    ``||grad P(xs)||^2 <= tol ||grad P(0)||^2``. Otherwise the run ends at ``max_epochs``
+    (a ConvergenceWarning with the measure reached), when the callback returns True, or
+    with ``stop_reason="diverged"`` (a warning naming ``step``) when the objective
+    becomes NaN/inf or grows far above its start.
+
+    History: one row per epoch (row 0 is the starting point) with primal, dual, gap and
+    measure (the stopping quantity: the gap, or the squared gradient norm without a
+    regulariser) at the snapshot, and ``passes``: the component-gradient evaluations so far
+    divided by n (1 per snapshot, ``steps_per_epoch / n`` per epoch of steps).
 """
 
 _PARAMS = """
@@ -133,17 +142,19 @@ _PARAMS = """
 
 _TAIL = """
     tol : float >= 0
-        Stop when an epoch changes P by at most ``tol * P(0)``. ``tol = 0``: run
-        ``max_epochs`` epochs (a fixed budget, e.g. for figures; no warning at the end).
+        Stop when the duality gap at the snapshot is ``<= tol * P(0)`` (see "Certificate"
+        above). ``tol = 0`` runs ``max_epochs`` epochs.
     max_epochs : int >= 0
+        Epochs (snapshots); ending here warns (ConvergenceWarning) with the gap reached.
     seed : int or None
         Seed of the row draws (``dualsolve._core.rng``); the same seed gives the same
-        iterates. The rows of the whole run are ``rng.random_below(seed, n, epochs * inner)``.
+        iterates. The rows of the whole run are ``rng.uniform_draws(seed, n, .)``.
     verbose : int
-        1 prints one line per epoch (primal, passes, seconds).
+        1 prints one line per epoch (primal, dual, gap, measure, passes, seconds).
     callback : callable, optional
         ``callback(info)`` after every epoch with a dict (epoch, time, primal, dual, gap,
-        passes, coef = the snapshot, read-only); return True to stop.
+        measure, passes, coef = the snapshot, read-only); return True to stop
+        (``stop_reason="callback"``).
     warm_start : Model or array (n_features,), optional
         Starting point (e.g. ``previous_model.coef`` for a nearby ``lam``).
 
@@ -151,60 +162,52 @@ _TAIL = """
     -------
     Model
         ``coef`` (the last snapshot), ``dual`` None, ``history`` (epoch, time, primal,
-        dual = NaN, gap = NaN, passes), ``converged``, ``n_epochs``, ``params`` (with the
-        step sizes used).
+        dual, gap, measure, passes), ``stop_reason``, ``n_epochs``, ``params`` (with the
+        step sizes used, P(0) as ``p0`` and the measure's name).
 """
 
 
 def train_svrg(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, step=None,
-               inner=None, tol=1e-10, max_epochs=100, seed=0, verbose=0, callback=None,
-               warm_start=None):
+               steps_per_epoch=None, tol=1e-8, max_epochs=100, seed=0, verbose=0,
+               callback=None, warm_start=None):
     """Train a linear model by proximal SVRG (Prox-SVRG, Xiao & Zhang 2014).
 
     {objective}
 
     Epoch s, from the snapshot ``xs`` (the last iterate of the previous epoch; epoch 1 starts
-    from the warm start or 0), with ``mu = grad f(xs)``: ``inner`` times, draw a row i and
+    from the warm start or 0), with ``mu = grad f(xs)``: ``steps_per_epoch`` times, draw a
+    row i and
 
         x <- prox_{{eta psi}}( x - eta (mu + (phi_i'(a_i.x) - phi_i'(a_i.xs)) a_i) ),
 
     ``psi = (lam/2)||.||^2 + l1 ||.||_1``; then ``xs = x``. The snapshot is the last iterate
-    (as in the spec, section 4.6, and the usual practice), not the average of the epoch's
-    iterates that Xiao & Zhang's analysis uses. The method adapts to the strong convexity of
-    P by itself, including strong convexity from the data (spec seed1 section 1.4).
+    (the usual practice), not the average of the epoch's iterates that Xiao & Zhang's
+    analysis uses. The method adapts to the strong convexity of P by itself, including
+    strong convexity from the data.
 
     {params}
     step : float > 0, optional
-        eta; default ``0.1 / L`` (Xiao & Zhang's experimental setting, spec section 4.6; their
-        theory needs ``eta < 1 / (4 L)``).
-    inner : int >= 1, optional
-        Steps per epoch (snapshot period m); default ``2 n``.
+        eta; default ``0.1 / L`` (Xiao & Zhang's experimental setting; their theory needs
+        ``eta < 1 / (4 L)``). It scales with the data through ``L = c max_i ||a_i||^2``.
+    steps_per_epoch : int >= 1, optional
+        Stochastic steps per epoch (the snapshot period m); default ``2 n``.
     {tail}"""
-    (Xc, b, classes, loss, param, lam, l1, inner, tol, max_epochs, seed, x, L) = _common(
-        "train_svrg", X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed, callback,
-        warm_start)
-    step = 0.1 / L if step is None else check_positive(step, "step")
-    status, n_epochs, primal, p0, rows = _svrg._fit(
-        Xc.data, Xc.indices, Xc.indptr, Xc.shape[1], b, loss, param, lam, l1, x, 0, step,
-        inner, 0.0, 0, tol, max_epochs, seed, int(verbose), callback)
-    params = dict(loss=loss, loss_param=param, lam=lam, l1=l1, step=step, inner=inner, L=L,
-                  tol=tol, max_epochs=max_epochs, seed=seed)
-    return _finish("svrg", status, n_epochs, primal, p0, rows, x, classes, params)
+    return fit(SVRG_SOLVER, locals())
 
 
 def train_katyusha(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, step=None,
-                   tau1=None, option=None, inner=None, tol=1e-10, max_epochs=100, seed=0,
-                   verbose=0, callback=None, warm_start=None):
+                   tau1=None, option=None, steps_per_epoch=None, tol=1e-8, max_epochs=100,
+                   seed=0, verbose=0, callback=None, warm_start=None):
     """Train a linear model by Katyusha (Allen-Zhu 2017, Algorithm 1, strongly convex case).
 
     {objective}
 
-    Parameters as in the spec (section 4.6): ``m = inner = 2n``, ``tau2 = 1/2``,
+    Parameters as in Allen-Zhu's experiments: ``m = steps_per_epoch = 2n``, ``tau2 = 1/2``,
     ``tau1 = min(sqrt(m sigma / (3 L)), 1/2)``, ``alpha = 1 / (3 tau1 L)``, with sigma = lam
-    the strong convexity of psi. Taken from the original paper (not in the spec): the
-    iteration below, option I / II of the y step, and the snapshot as the weighted average
-    of the epoch's y iterates with weights ``(1 + alpha sigma)^j``. Start: ``y = z = xs =
-    x0``. Epoch s, with ``mu = grad f(xs)``, ``inner`` times: draw a row i and
+    the strong convexity of psi; the iteration, option I / II of the y step, and the
+    snapshot as the weighted average of the epoch's y iterates with weights
+    ``(1 + alpha sigma)^j``. Start: ``y = z = xs = x0``. Epoch s, with ``mu = grad f(xs)``,
+    ``steps_per_epoch`` times: draw a row i and
 
         x  = tau1 z + tau2 xs + (1 - tau1 - tau2) y
         g  = mu + (phi_i'(a_i.x) - phi_i'(a_i.xs)) a_i
@@ -225,43 +228,71 @@ def train_katyusha(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, st
     {params}
     step : float > 0, optional
         ``1/(3L)``, the y step of option I (``L`` the smoothness used by the parameter
-        formulas is ``1 / (3 step)``); default ``1 / (3 L_max)``.
+        formulas is ``1 / (3 step)``); default ``1 / (3 L_max)``, ``L_max = c max_i
+        ||a_i||^2``.
     tau1 : float in (0, 1/2], optional
-        Momentum weight; default ``min(sqrt(inner * lam * step), 1/2)`` (the formula above).
-        Required when ``lam = 0`` (the strongly convex parameters need sigma = lam > 0).
+        Momentum weight; default ``min(sqrt(steps_per_epoch * lam * step), 1/2)`` (the
+        formula above). Required when ``lam = 0`` (the strongly convex parameters need
+        sigma = lam > 0).
     option : {{"I", "II"}}, optional
         The y step (see above); default "I" when ``l1 = 0``, "II" when ``l1 > 0``.
-    inner : int >= 1, optional
-        Steps per epoch m; default ``2 n``.
+    steps_per_epoch : int >= 1, optional
+        Stochastic steps per epoch m; default ``2 n``.
     {tail}"""
-    (Xc, b, classes, loss, param, lam, l1, inner, tol, max_epochs, seed, x, L) = _common(
-        "train_katyusha", X, y, loss, lam, l1, smoothing, inner, tol, max_epochs, seed,
-        callback, warm_start)
-    if option is None:
-        option = "I" if l1 == 0.0 else "II"
-    option_code = _OPTIONS[check_choice(option, "option", tuple(_OPTIONS))]
-    step = 1.0 / (3.0 * L) if step is None else check_positive(step, "step")
-    if tau1 is None:
-        if lam == 0.0:
-            raise ValueError("train_katyusha with lam = 0 needs tau1: its default "
-                             "min(sqrt(inner * sigma / (3 L)), 1/2) uses sigma = lam > 0 (the "
-                             "strongly convex version of Katyusha)")
-        tau1 = min(math.sqrt(inner * lam * step), 0.5)
-    else:
-        tau1 = check_positive(tau1, "tau1")
-        if tau1 > 0.5:
-            raise ValueError(f"tau1 must be in (0, 1/2] (tau1 + tau2 <= 1 with tau2 = 1/2); "
-                             f"got {tau1}")
-    status, n_epochs, primal, p0, rows = _svrg._fit(
-        Xc.data, Xc.indices, Xc.indptr, Xc.shape[1], b, loss, param, lam, l1, x, 1, step,
-        inner, tau1, option_code, tol, max_epochs, seed, int(verbose), callback)
-    params = dict(loss=loss, loss_param=param, lam=lam, l1=l1, step=step, tau1=tau1, tau2=0.5,
-                  alpha=step / tau1, option=option, inner=inner, L=1.0 / (3.0 * step),
-                  L_max=L, tol=tol, max_epochs=max_epochs, seed=seed)
-    return _finish("katyusha", status, n_epochs, primal, p0, rows, x, classes, params)
+    return fit(KATYUSHA_SOLVER, locals())
 
 
 for _f in (train_svrg, train_katyusha):
     _f.__doc__ = _f.__doc__.format(objective=_OBJECTIVE.strip(), params=_PARAMS.strip(),
                                    tail=_TAIL.strip())
 del _f
+
+
+# ---------------------------------------------------------------------------------------
+# the descriptions
+
+_PARAMS_SVRG = dict(
+    l1=[Interval(Real, 0, None, closed="left")],
+    step=[None, Interval(Real, 0, None, closed="neither")],
+    steps_per_epoch=[None, Interval(Integral, 1, None)],
+)
+_PARAMS_KATYUSHA = dict(
+    _PARAMS_SVRG,
+    tau1=[None, Interval(Real, 0, 0.5, closed="right")],
+    option=[None, Options(*OPTIONS)],
+)
+CERTIFICATE = ("duality gap P(xs) - D(phi'(X xs)) <= tol * P(0) at the snapshot xs (lam = 0: "
+               "the rescaled-dual gap; lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
+
+SVRG_SOLVER = register(Solver(
+    name="svrg", family="primal_dual",
+    summary="proximal SVRG (Xiao & Zhang), O(nnz) steps, certified by a duality gap",
+    losses=LOSSES, params=_PARAMS_SVRG, history=("measure", "passes"),
+    certificate=CERTIFICATE, engine=functools.partial(_engine, method=SVRG),
+    diverge_hint="lower step (default 0.1 / L_max, L_max = c max_i ||x_i||^2 the largest "
+                 "row smoothness)",
+    lam_zero=True, liblinear_c=False, watch_growth=True))
+KATYUSHA_SOLVER = register(Solver(
+    name="katyusha", family="primal_dual",
+    summary="Katyusha (Allen-Zhu), accelerated SVRG, certified by a duality gap",
+    losses=LOSSES, params=_PARAMS_KATYUSHA, history=("measure", "passes"),
+    certificate=CERTIFICATE, engine=functools.partial(_engine, method=KATYUSHA),
+    diverge_hint="lower step (the y step 1/(3L); default 1 / (3 L_max), L_max = c max_i "
+                 "||x_i||^2 the largest row smoothness)",
+    lam_zero=True, liblinear_c=False, watch_growth=True))
+
+_DESCRIPTIONS = {"train_svrg": (SVRG_SOLVER, train_svrg),
+                 "train_katyusha": (KATYUSHA_SOLVER, train_katyusha)}
+
+
+def run_traced(name, X, y, *, trace=None, table_max=65536, **kw):
+    """``name(X, y, **kw)`` with the engine's test hooks: ``trace`` (a float64 array of
+    max_epochs * steps_per_epoch * k * n_features entries, k = 1 for SVRG (x), 2 for
+    Katyusha (z then y), that receives the iterate after every step) and ``table_max``
+    (flush at least every this many steps). For tests."""
+    solver, fn = _DESCRIPTIONS[name]
+    args = inspect.signature(fn).bind(X, y, **kw)
+    args.apply_defaults()
+    traced = dataclasses.replace(solver, engine=functools.partial(
+        solver.engine, trace=trace, table_max=table_max))
+    return fit(traced, dict(args.arguments))
