@@ -19,8 +19,8 @@ SPECTRAL = ("train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd"
 # small budgets: the point is the file, not the fit
 BUDGET = dict(
     train_sdca=dict(fit_intercept=True, max_epochs=5), train_mixup_sdca=dict(n_mix=20, max_epochs=5),
-    train_kernel_sgd=dict(n_mix=10, max_epochs=2), train_bpd=dict(max_iter=5),
-    train_ada_bpd=dict(max_iter=5), train_df_bpd=dict(max_iter=5),
+    train_kernel_sgd=dict(n_mix=10, max_epochs=2), train_bpd=dict(max_epochs=5),
+    train_ada_bpd=dict(max_epochs=5), train_df_bpd=dict(max_epochs=5),
     train_spdc=dict(max_epochs=2), train_ada_spdc=dict(max_epochs=2),
     train_df_spdc=dict(max_epochs=2), train_adf_spdc=dict(max_epochs=2),
     train_svrg=dict(max_epochs=2), train_katyusha=dict(max_epochs=2),

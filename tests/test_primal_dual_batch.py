@@ -1,8 +1,8 @@
-"""Batch primal-dual solvers (spec seed1: BPD, Ada-BPD, DF-BPD) on small real data, against
-independent optima: the normal equations (ridge), scipy L-BFGS (logistic, smoothed hinge,
-elastic net through the split x = p - q) and scikit-learn's coordinate descent (elastic
-net / Lasso). Iteration counts are regression targets measured on this implementation
-(given in the comments) with a 1.5x margin, as in the spec's section 6."""
+"""Batch primal-dual solvers (Wang & Xiao 2017: BPD, Ada-BPD, DF-BPD) on small real data,
+against independent optima: the normal equations (ridge), scipy L-BFGS (logistic, smoothed
+hinge, elastic net through the split x = p - q) and scikit-learn's coordinate descent
+(elastic net / Lasso). Iteration counts are regression targets measured on this
+implementation (given in the comments) with a 1.5x margin."""
 import numpy as np
 import pytest
 import scipy.optimize as so
@@ -66,7 +66,7 @@ def objective(X, y, w, loss, lam, l1=0.0, smoothing=0.5):
 
 
 def split_lbfgs(X, y, loss, lam, l1):
-    """min P with an L1 term through x = p - q, p, q >= 0, by L-BFGS-B (spec 6)."""
+    """min P with an L1 term through x = p - q, p, q >= 0, by L-BFGS-B."""
     n, d = X.shape
 
     def f(pq):
@@ -97,7 +97,7 @@ def first_below(history, p_star, eps):
 
 
 def test_dual_prox_identity_against_closed_forms_and_a_root_solve():
-    """prox_{s phi*}(v) = -dual_step(loss, b, 0, -v, 1/s), checked against the spec's
+    """prox_{s phi*}(v) = -dual_step(loss, b, 0, -v, 1/s), checked against the
     closed forms (squared, smoothed hinge) and an independent root solve (logistic)."""
     rng = np.random.default_rng(0)
     k = 400
@@ -144,7 +144,7 @@ def test_logistic_dual_prox_at_extreme_arguments():
 
 
 # ---------------------------------------------------------------------------------------
-# parameter formulas (spec 2.1, 2.4, 2.6)
+# parameter formulas (Theorems 1 and 3)
 
 
 def test_parameter_formulas_invariants_and_batch_units():
@@ -160,7 +160,7 @@ def test_parameter_formulas_invariants_and_batch_units():
         sig, tau, theta = B.bpd_parameters(n, Lx, gamma, delta, lam, Delta, c)
         assert tau * sig == pytest.approx(c * c * n / Lx**2, rel=1e-12)
         assert 0 < theta < 1
-        # batch units (spec 1.2): gamma_b = n gamma, delta_b = delta/n, mu^2 -> Delta/delta,
+        # the paper's batch units: gamma_b = n gamma, delta_b = delta/n, mu^2 -> Delta/delta,
         # sigma_b = sigma_y / n; (7)-(8) as printed in the paper
         gb, lb = n * gamma, lam
         sc = lb + Delta / n                                   # lambda + delta_b mu^2
@@ -180,7 +180,7 @@ def test_parameter_formulas_invariants_and_batch_units():
         sig, tau, theta = B.df_bpd_parameters(n, Lx, gamma, lam, Delta, c)
         assert tau * sig == pytest.approx(c * c * n * gamma / Lx**2, rel=1e-12)
         assert 0 < theta < 1
-    # special case Delta = 0 (spec 2.1): tau = (n/L) sqrt(gamma/(n lam)), theta_y wins
+    # special case Delta = 0 (Theorem 1): tau = (n/L) sqrt(gamma/(n lam)), theta_y wins
     sig, tau, theta = B.bpd_parameters(100, 2.0, 1.0, 1.0, 1e-2, 0.0)
     assert tau == pytest.approx(50 * np.sqrt(1.0), rel=1e-14)
     assert theta == pytest.approx(1 / (1 + np.sqrt(1.0) / 4), rel=1e-14)
@@ -194,7 +194,7 @@ def test_erm_units_iterates_equal_a_literal_batch_unit_bpd(regression):
     n, d = X.shape
     lam, Delta = 1e-3, mu2
     xs = []
-    m = train_bpd(X, y, lam=lam, delta_hat=Delta, tol=0.0, max_iter=50,
+    m = train_bpd(X, y, lam=lam, delta_hat=Delta, tol=0.0, max_epochs=50,
                   callback=lambda info: xs.append(info["coef"].copy()))
     Lx = m.params["L"]
     gb, db = n * 1.0, 1.0 / n
@@ -223,7 +223,7 @@ def test_df_bpd_iterates_equal_a_literal_batch_unit_twin(heart):
     n, d = X.shape
     lam, Delta, c = 1.0 / n, 5.0, 0.5
     xs = []
-    m = train_df_bpd(X, y, loss="logistic", lam=lam, delta_hat=Delta, tol=0.0, max_iter=50,
+    m = train_df_bpd(X, y, loss="logistic", lam=lam, delta_hat=Delta, tol=0.0, max_epochs=50,
                      callback=lambda info: xs.append(info["coef"].copy()))
     Lx = m.params["L"]
     gb = n * 4.0
@@ -267,7 +267,7 @@ def test_ridge_reaches_1e10_against_the_normal_equations(regression, name):
     p_star, w_star = ridge_optimum(X, y, lam)
     for (label, solver, opt), budget in zip(RIDGE_SOLVERS, RIDGE_ITERS[name]):
         kw = dict(delta_hat=mu2) if opt else {}
-        m = solver(X, y, loss="squared", lam=lam, tol=1e-10, max_iter=3000, **kw)
+        m = solver(X, y, loss="squared", lam=lam, tol=1e-10, max_epochs=3000, **kw)
         h = m.history
         assert m.converged, label
         assert h["primal"][-1] - p_star <= 1e-10, label
@@ -300,7 +300,7 @@ def test_classification_reaches_1e10_against_lbfgs(heart, references, loss, scal
     lam = scale / n
     p_star, _ = references.lbfgs(X, y, lam, loss)
     for solver, budget in zip((train_bpd, train_ada_bpd, train_df_bpd), CLASSIF_ITERS[loss, scale]):
-        m = solver(X, y, loss=loss, lam=lam, tol=1e-11, max_iter=3 * budget)
+        m = solver(X, y, loss=loss, lam=lam, tol=1e-11, max_epochs=3 * budget)
         h = m.history
         assert m.converged
         assert abs(h["primal"][-1] - p_star) <= 1e-10
@@ -318,7 +318,7 @@ def test_sparse_a9a_subset_logistic(a9a, references):
     X, y = X[:1500], y[:1500]
     lam = 1.0 / 1500
     p_star, _ = references.lbfgs(X, y, lam, "logistic")
-    m = train_bpd(X, y, loss="logistic", lam=lam, tol=1e-11, max_iter=2000)
+    m = train_bpd(X, y, loss="logistic", lam=lam, tol=1e-11, max_epochs=2000)
     assert m.converged and abs(m.history["primal"][-1] - p_star) <= 1e-10
     assert m.params["norm_method"] == "dense"
     assert m.params["L"] == pytest.approx(np.linalg.norm(X.toarray(), 2), rel=1e-12)
@@ -343,7 +343,7 @@ def test_lam0_ridge_converges_linearly(regression, name):
     runs = [(train_bpd, dict(delta_hat=mu2)), (train_ada_bpd, {}),
             (train_df_bpd, dict(loss="squared", delta_hat=mu2))]
     for (solver, kw), budget in zip(runs, budgets):
-        m = solver(X, y, lam=0.0, tol=1e-11, max_iter=2000, **kw)
+        m = solver(X, y, lam=0.0, tol=1e-11, max_epochs=2000, **kw)
         h = m.history
         assert m.converged
         # no dual for g = 0: the gap is +inf, never NaN; the estimate is finite
@@ -376,7 +376,7 @@ def test_opt_and_ada_exploit_strong_convexity_from_data(regression):
     its = {}
     for label, solver, kw in (("bpd", train_bpd, {}), ("opt", train_bpd, dict(delta_hat=mu2)),
                               ("ada", train_ada_bpd, {})):
-        m = solver(X, y, lam=lam, tol=1e-11, max_iter=2500, **kw)
+        m = solver(X, y, lam=lam, tol=1e-11, max_epochs=2500, **kw)
         its[label] = first_below(m.history, p_star, 1e-10)
     assert its["bpd"] >= 1000
     assert its["opt"] <= 0.1 * its["bpd"]
@@ -407,7 +407,7 @@ def test_adaptation_moves_delta_toward_the_truth(regression, name):
     X, y, mu2 = regression[name]
     lam = 1e-2 / X.shape[0]
     for rule, start in (("simple", mu2 / 100), ("simple", 100 * mu2), ("robust", mu2 / 100)):
-        m = train_ada_bpd(X, y, lam=lam, rule=rule, delta_hat=start, tol=1e-10, max_iter=3000)
+        m = train_ada_bpd(X, y, lam=lam, rule=rule, delta_hat=start, tol=1e-10, max_epochs=3000)
         assert m.converged
         D = m.history["Delta"]
         # Delta only ever takes the values start * 2^k, and changes only every T iterations
@@ -423,7 +423,7 @@ def test_adaptation_moves_delta_toward_the_truth(regression, name):
 @early_stop
 def test_ada_bpd_default_start_is_the_frobenius_bound(regression):
     X, y, mu2 = regression["yacht"]
-    m = train_ada_bpd(X, y, lam=1e-3, max_iter=5, tol=0.0)
+    m = train_ada_bpd(X, y, lam=1e-3, max_epochs=5, tol=0.0)
     fro2 = X.multiply(X).sum()
     assert m.history["Delta"][0] == pytest.approx(fro2 / X.shape[1], rel=1e-13)
     assert m.history["Delta"][0] >= mu2
@@ -453,7 +453,7 @@ def test_elastic_net_and_lasso_match_sklearn(regression, alpha, l1_ratio):
     assert p_split == pytest.approx(p_sk, abs=1e-10)
     for solver, kw in ((train_bpd, dict(delta_hat=mu2)), (train_ada_bpd, {}),
                        (train_df_bpd, dict(loss="squared", delta_hat=mu2))):
-        m = solver(X, y, lam=lam, l1=l1, tol=1e-11, max_iter=3000, **kw)
+        m = solver(X, y, lam=lam, l1=l1, tol=1e-11, max_epochs=3000, **kw)
         h = m.history
         assert m.converged
         assert np.isfinite(h["gap"][-1])
@@ -470,7 +470,7 @@ def test_logistic_elastic_net_matches_split_lbfgs(heart):
     lam, l1 = 1e-3, 1e-2
     p_star = split_lbfgs(X, y, "logistic", lam, l1)
     for solver in (train_bpd, train_ada_bpd, train_df_bpd):
-        m = solver(X, y, loss="logistic", lam=lam, l1=l1, tol=1e-11, max_iter=5000)
+        m = solver(X, y, loss="logistic", lam=lam, l1=l1, tol=1e-11, max_epochs=5000)
         assert m.converged
         assert abs(m.history["primal"][-1] - p_star) <= 1e-10
         assert m.history["dual"][-1] <= p_star + 1e-12
@@ -484,7 +484,7 @@ def test_logistic_elastic_net_matches_split_lbfgs(heart):
 def test_history_rows_and_model(heart):
     X, y = heart
     n = X.shape[0]
-    m = train_bpd(X, y, loss="logistic", tol=1e-9, max_iter=500)
+    m = train_bpd(X, y, loss="logistic", tol=1e-9, max_epochs=500)
     h = m.history
     assert h.dtype.names == ("epoch", "time", "primal", "dual", "gap", "gap_estimate", "nnz",
                              "Delta", "theta")
@@ -494,7 +494,7 @@ def test_history_rows_and_model(heart):
     np.testing.assert_array_equal(h["gap_estimate"], h["gap"])
     assert h["primal"][0] == pytest.approx(np.log(2.0), rel=1e-15)      # P(0)
     assert np.all(np.diff(h["time"]) >= 0)
-    assert m.solver == "bpd" and m.params["lam"] == 1.0 / n and m.params["status"] == "converged"
+    assert m.solver == "bpd" and m.params["lam"] == 1.0 / n and m.stop_reason == "converged"
     assert h["gap"][-1] <= 1e-9 * m.params["p0"] < h["gap"][-2]
     assert m.dual.shape == (n,) and m.coef.shape == (X.shape[1],)
     np.testing.assert_array_equal(m.predict(X), np.where(X @ m.coef > 0, 1.0, -1.0))
@@ -509,13 +509,13 @@ def test_verbose_callback_stop_and_warning(heart, capsys):
         assert not info["coef"].flags.writeable
         return info["epoch"] >= 7
 
-    m = train_ada_bpd(X, y, loss="logistic", callback=cb, verbose=1, max_iter=100)
+    m = train_ada_bpd(X, y, loss="logistic", callback=cb, verbose=1, max_epochs=100)
     assert [s[0] for s in seen] == list(range(8))
-    assert m.n_epochs == 7 and not m.converged and m.params["status"] == "stopped"
+    assert m.n_epochs == 7 and not m.converged and m.stop_reason == "callback"
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:4] == ["epoch", "primal", "dual", "gap"] and len(out) == 9
-    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
-        m = train_df_bpd(X, y, max_iter=3)
+    with pytest.warns(ConvergenceWarning, match="max_epochs=3"):
+        m = train_df_bpd(X, y, max_epochs=3)
     assert not m.converged and m.n_epochs == 3
     with pytest.raises(ZeroDivisionError):
         train_bpd(X, y, loss="logistic", callback=lambda info: 1 / 0)
@@ -527,37 +527,37 @@ def test_fixed_theta_one(heart):
     311)."""
     X, y = heart
     for solver, budget in ((train_bpd, 107), (train_ada_bpd, 181), (train_df_bpd, 310)):
-        m = solver(X, y, loss="logistic", theta="one", tol=1e-11, max_iter=1000)
+        m = solver(X, y, loss="logistic", theta="one", tol=1e-11, max_epochs=1000)
         assert m.converged and m.n_epochs <= 1.5 * budget
         assert np.all(m.history["theta"] == 1.0) and m.params["theta"] == 1.0
 
 
 def test_warm_start_from_the_solution(heart):
     X, y = heart
-    m = train_bpd(X, y, loss="logistic", tol=1e-11, max_iter=1000)
-    m2 = train_bpd(X, y, loss="logistic", tol=1e-11, max_iter=1000, warm_start=m)
+    m = train_bpd(X, y, loss="logistic", tol=1e-11, max_epochs=1000)
+    m2 = train_bpd(X, y, loss="logistic", tol=1e-11, max_epochs=1000, warm_start=m)
     assert m2.n_epochs <= 2 and m2.converged
-    m3 = train_df_bpd(X, y, loss="logistic", tol=1e-11, max_iter=1000, warm_start=m.coef)
-    assert m3.n_epochs <= 0.5 * train_df_bpd(X, y, tol=1e-11, max_iter=1000).n_epochs
+    m3 = train_df_bpd(X, y, loss="logistic", tol=1e-11, max_epochs=1000, warm_start=m.coef)
+    assert m3.n_epochs <= 0.5 * train_df_bpd(X, y, tol=1e-11, max_epochs=1000).n_epochs
 
 
 @early_stop
 def test_input_formats_agree(heart):
     X, y = heart
-    ref = train_bpd(X, y, loss="logistic", tol=1e-12, max_iter=1000)
+    ref = train_bpd(X, y, loss="logistic", tol=1e-12, max_epochs=1000)
     y01 = (y > 0).astype(int)
     for Xv, yv in ((X.toarray(), y), (X.tocsc(), y), (sp.csr_array(X), y01), (X, y01)):
-        m = train_bpd(Xv, yv, loss="logistic", tol=1e-12, max_iter=1000)
+        m = train_bpd(Xv, yv, loss="logistic", tol=1e-12, max_epochs=1000)
         np.testing.assert_allclose(m.coef, ref.coef, rtol=1e-10, atol=1e-12)
     X64 = X.copy()
     X64.indices, X64.indptr = X64.indices.astype(np.int64), X64.indptr.astype(np.int64)
-    np.testing.assert_array_equal(train_bpd(X64, y, loss="logistic", tol=1e-12, max_iter=1000).coef,
+    np.testing.assert_array_equal(train_bpd(X64, y, loss="logistic", tol=1e-12, max_epochs=1000).coef,
                                   ref.coef)
-    m32 = train_bpd(X.astype(np.float32), y, loss="logistic", tol=1e-12, max_iter=1000)
+    m32 = train_bpd(X.astype(np.float32), y, loss="logistic", tol=1e-12, max_epochs=1000)
     m32r = train_bpd(X.astype(np.float32).astype(np.float64), y, loss="logistic", tol=1e-12,
-                     max_iter=1000)
+                     max_epochs=1000)
     np.testing.assert_array_equal(m32.coef, m32r.coef)
-    assert list(train_bpd(X, y01, loss="logistic", max_iter=5, tol=0).classes) == [0, 1]
+    assert list(train_bpd(X, y01, loss="logistic", max_epochs=5, tol=0).classes) == [0, 1]
 
 
 def test_empty_rows_zero_columns_and_zero_matrix():
@@ -569,14 +569,14 @@ def test_empty_rows_zero_columns_and_zero_matrix():
     b = rng.normal(size=60)
     lam = 1e-2
     p_star, _ = ridge_optimum(A, b, lam)
-    m = train_bpd(A, b, lam=lam, tol=1e-12, max_iter=5000)
+    m = train_bpd(A, b, lam=lam, tol=1e-12, max_epochs=5000)
     assert m.converged and m.history["primal"][-1] - p_star <= 1e-11
     assert m.coef[-1] == 0.0
     # one feature, and one sample: the closed forms b.a / (a.a + n lam) and a b / (a^2 + lam)
     a = rng.normal(size=40)
-    m = train_ada_bpd(a[:, None], b[:40], lam=lam, tol=1e-13, max_iter=500)
+    m = train_ada_bpd(a[:, None], b[:40], lam=lam, tol=1e-13, max_epochs=500)
     assert m.coef[0] == pytest.approx(a @ b[:40] / (a @ a + 40 * lam), rel=1e-6)  # ~ sqrt(gap)
-    m = train_bpd(np.array([[2.0, 0.0]]), np.array([3.0]), lam=0.5, tol=1e-13, max_iter=500)
+    m = train_bpd(np.array([[2.0, 0.0]]), np.array([3.0]), lam=0.5, tol=1e-13, max_epochs=500)
     np.testing.assert_allclose(m.coef, [2 * 3 / (4 + 0.5), 0.0], rtol=1e-6)
     Z = sp.csr_matrix((5, 3))
     m = train_ada_bpd(Z, np.array([1.0, -1, 1, 1, -1]), loss="logistic", lam=0.1)
@@ -594,13 +594,13 @@ def test_spectral_norm_paths_and_cache():
     Lz, how = B.spectral_norm(A[:, :50])
     assert how == "dense" and Lz == pytest.approx(np.linalg.norm(A[:, :50].toarray(), 2), rel=1e-13)
     b = rng.normal(size=700)
-    m1 = train_bpd(A, b, lam=1.0, max_iter=3, tol=0)
-    m2 = train_bpd(A, b, lam=1.0, max_iter=3, tol=0)
+    m1 = train_bpd(A, b, lam=1.0, max_epochs=3, tol=0)
+    m2 = train_bpd(A, b, lam=1.0, max_epochs=3, tol=0)
     assert not m1.params["norm_cached"] and m2.params["norm_cached"]
     assert m1.params["L"] == m2.params["L"]
     np.testing.assert_array_equal(m1.coef, m2.coef)
     A.data *= 2.0                            # in place: noticed
-    m3 = train_bpd(A, b, lam=1.0, max_iter=3, tol=0)
+    m3 = train_bpd(A, b, lam=1.0, max_epochs=3, tol=0)
     assert not m3.params["norm_cached"]
     assert m3.params["L"] == pytest.approx(2 * m1.params["L"], rel=1e-9)
 
@@ -613,21 +613,21 @@ def test_bad_inputs(heart):
         (dict(loss=3), TypeError, "loss must be a string"),
         (dict(lam=-1.0), ValueError, "lam must be >= 0"),
         (dict(lam=np.nan), ValueError, "lam must be finite"),
-        (dict(l1=-0.1), ValueError, "l1 must be >= 0"),
-        (dict(tol=-1.0), ValueError, "tol must be >= 0"),
-        (dict(max_iter=2.5), TypeError, "max_iter must be an integer"),
-        (dict(max_iter=-1), ValueError, "max_iter must be >= 0"),
-        (dict(step=0.0), ValueError, "step must be > 0"),
-        (dict(step=1.5), ValueError, r"step must be in \(0, 1\]"),
-        (dict(theta="fast"), ValueError, "theta must be one of"),
-        (dict(theta=1.5), ValueError, "theta must be 'formula' or a number in"),
+        (dict(l1=-0.1), ValueError, r"l1 must be a real number in \[0, inf\)"),
+        (dict(tol=-1.0), ValueError, r"tol must be a real number in \[0, inf\)"),
+        (dict(max_epochs=2.5), TypeError, "max_epochs must be an integer"),
+        (dict(max_epochs=-1), ValueError, r"max_epochs must be an integer in \[0, "),
+        (dict(step_scale=0.0), ValueError, r"step_scale must be a real number in \(0, 1\]"),
+        (dict(step_scale=1.5), ValueError, r"step_scale must be a real number in \(0, 1\]"),
+        (dict(theta="fast"), ValueError, "theta must be 'formula' or 'one' or a real number"),
+        (dict(theta=1.5), ValueError, r"theta must be .* a real number in \[0, 1\]"),
         (dict(smoothing=0.3), ValueError, "smoothing applies to loss='smooth_hinge' only"),
         (dict(loss="smooth_hinge", smoothing=0.0), ValueError,
          "parameter must be a finite number > 0"),
-        (dict(delta_hat=-1.0), ValueError, "delta_hat must be >= 0"),
+        (dict(delta_hat=-1.0), ValueError, "delta_hat must be None or a real number in"),
         (dict(callback=3), TypeError, "callback must be callable"),
         (dict(warm_start=np.zeros(5)), ValueError, "warm_start has 5 coefficients"),
-        (dict(seed=-1), ValueError, "seed must be >= 0"),
+        (dict(seed=-1), ValueError, r"seed must be None or an integer in \[0, inf\)"),
     ]
     for solver in (train_bpd, train_ada_bpd, train_df_bpd):
         for kw, exc, msg in cases:
@@ -647,11 +647,11 @@ def test_bad_inputs(heart):
         Xbad.data[3] = np.nan
         with pytest.raises(ValueError, match="X contains NaN or infinity"):
             solver(Xbad, yr, loss="squared")
-    for kw, msg in [(dict(rule="fast"), "rule must be one of"),
-                    (dict(period=0), "period must be >= 1"),
-                    (dict(c_lo=1.2), "need 0 < c_lo < 1 < c_hi"),
-                    (dict(c_hi=0.9), "need 0 < c_lo < 1 < c_hi"),
-                    (dict(factor=1.0), "factor must be > 1"),
-                    (dict(delta_hat=0.0), "delta_hat must be > 0")]:
+    for kw, msg in [(dict(rule="fast"), "rule must be 'simple' or 'robust'"),
+                    (dict(period=0), r"period must be an integer in \[1, inf\)"),
+                    (dict(c_lo=1.2), r"c_lo must be a real number in \(0, 1\)"),
+                    (dict(c_hi=0.9), r"c_hi must be a real number in \(1, inf\)"),
+                    (dict(factor=1.0), r"factor must be a real number in \(1, inf\)"),
+                    (dict(delta_hat=0.0), r"delta_hat must be None or a real number in \(0")]:
         with pytest.raises(ValueError, match=msg):
             train_ada_bpd(X, y, loss="logistic", **kw)

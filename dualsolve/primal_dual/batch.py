@@ -1,29 +1,32 @@
-"""Batch primal-dual solvers (Wang & Xiao 2017, spec seed1 sections 2.1, 2.2, 2.4):
-``train_bpd`` (Chambolle-Pock, Alg. 1), ``train_ada_bpd`` (Alg. 2 with the adaptation
-rules of Alg. 3 / Alg. 4) and ``train_df_bpd`` (dual-free BPD, Alg. 6).
+"""Batch primal-dual solvers (Wang & Xiao 2017, Algorithms 1, 2 and 6; see
+docs/primal_dual.md): ``train_bpd`` (Chambolle-Pock, Alg. 1), ``train_ada_bpd`` (Alg. 2 with
+the adaptation rules of Alg. 3 / Alg. 4) and ``train_df_bpd`` (dual-free BPD, Alg. 6).
 
 All three solve, for ``X`` with ``n`` rows ``a_i`` and labels / targets ``b_i``::
 
     min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
 through the saddle point ``min_x max_y (1/n) sum_i (y_i a_i.x - phi*(y_i; b_i)) + g(x)``,
-in the spec's ERM units (the paper's batch dual ``w`` is ``y / n``). ``lam = 0`` is allowed:
-the objective is then strongly convex "from the data" with modulus ``Delta / n``, where
+in ERM units (the paper's batch dual ``w`` is ``y / n``). ``lam = 0`` is allowed: the
+objective is then strongly convex "from the data" with modulus ``Delta / n``, where
 ``Delta = delta mu^2``, ``mu^2 = lambda_min(X^T X)`` and ``delta`` the strong convexity
 of the loss (1 for squared, 0 nominally for logistic / smoothed hinge, whose local curvature
 the adaptive solver finds). The step sizes are built from ``n lam + Delta``.
 
-One iteration is one ``X @ x`` and one ``X.T @ y`` (scipy, O(nnz)) plus O(n + d) vector
-work: ``z = X x`` is kept, so the extrapolated scores ``X xt`` cost no third product, and
-the primal / dual objectives at every iteration cost O(n + d) (spec 3.1). Plain NumPy and
-scipy are enough here; the per-element loss work goes through the compiled loss table.
+One iteration (one epoch of the contract: a full gradient) is one ``X @ x`` and one
+``X.T @ y`` (scipy, O(nnz)) plus O(n + d) vector work: ``z = X x`` is kept, so the
+extrapolated scores ``X xt`` cost no third product, and the primal / dual objectives at
+every iteration cost O(n + d), summed pairwise (``np.add.reduce``: error O(eps log n)
+instead of the O(eps n) of a running sum, so the gap of two large sums stays accurate).
+Plain NumPy and scipy are enough here; the per-element loss work goes through the compiled
+loss table.
 
 Dual conventions: the dual variable here is the paper's ``y`` with ``y_i -> phi'(a_i.x*)``
 at the optimum (the SDCA family's ``alpha`` is ``-y``). The dual proximal map
 ``prox_{s phi*}(v) = argmin_b phi*(b) + (b - v)^2 / (2 s)`` is the loss table's exact dual
 coordinate step with the sign flipped: ``-dual_step(loss, b, 0, -v, 1/s)``.
 """
-import warnings
+import functools
 import weakref
 
 import numpy as np
@@ -31,19 +34,23 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
-from .._monitor import EpochMonitor
-from .._validation import (ConvergenceWarning, check_csr, check_loss_and_labels, check_positive, check_regularization, check_int, check_budget,
-                           check_seed, check_choice)
-from ..model import Model, make_history, warm_start_coef
+from .._core import status as _status
+from .._driver import Result, Solver, fit, register
+from .._params import Integral, Interval, Options, Real
+from .spdc import DUAL_FREE, EUCLID, initial_point
 
 __all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "spectral_norm"]
 
 LOSSES = ("squared", "logistic", "smooth_hinge")
 # delta: strong convexity of phi (nominal; logistic and smoothed hinge have none globally)
 _DELTA = {"squared": 1.0, "logistic": 0.0, "smooth_hinge": 0.0}
-_STATUS = {0: "converged", 1: "max_iter", 2: "stopped", 3: "diverged"}
 HISTORY_EXTRA = ("gap_estimate", "nnz", "Delta", "theta")
 _EPS = np.finfo(np.float64).eps
+
+
+def _psum(a):
+    """The pairwise sum of a float64 array (NumPy's reduction of a contiguous array)."""
+    return float(np.add.reduce(np.ascontiguousarray(a, dtype=np.float64)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,82 +157,101 @@ class _Problem:
             v = v / (1.0 + tau * self.lam)
         return v
 
-    def primal(self, x, z):
-        p = float(np.mean(self.phi(z)))
+    def reg(self, x):
+        """g(x) = (lam/2)||x||^2 + l1 ||x||_1 (pairwise sums)."""
+        r = 0.0
         if self.lam > 0.0:
-            p += 0.5 * self.lam * float(x @ x)
+            r += 0.5 * self.lam * _psum(x * x)
         if self.l1 > 0.0:
-            p += self.l1 * float(np.abs(x).sum())
-        return p
+            r += self.l1 * _psum(np.abs(x))
+        return r
 
-    def dual(self, y, q):
-        """D(y) with q = X^T y. lam > 0: exact. lam = 0, l1 > 0: g* is the indicator of
-        ||w||_inf <= l1, so y is first scaled into feasibility by s = min(1, l1 / ||q/n||_inf)
-        (the Lasso dual-gap trick; s y stays in the loss's dual domain, which is an interval
-        holding 0) and D(s y) is returned. lam = l1 = 0: g* is the indicator of {0};
-        D = -inf."""
+    def primal(self, x, z):
+        return _psum(self.phi(z)) / self.n + self.reg(x)
+
+    def dual_parts(self, y, q):
+        """(sum_i phi*(v_i), g*(-q/n)) for the dual point v actually used, with q = X^T y,
+        so that D = -sum/n - g*. lam > 0: v = y. lam = 0, l1 > 0: g* is the indicator of
+        ||w||_inf <= l1, so y is first scaled into feasibility by s = min(1, l1 /
+        ||q/n||_inf) (the Lasso dual-gap trick; s y stays in the loss's dual domain, an
+        interval holding 0) and g* = 0. lam = l1 = 0: g* is the indicator of {0}; None
+        (D = -inf)."""
         n = self.n
         if self.lam > 0.0:
             w = -q / n
             if self.l1 > 0.0:
                 w = np.sign(w) * np.maximum(np.abs(w) - self.l1, 0.0)
-            return -float(np.mean(self.phi_conj(y))) - float(w @ w) / (2.0 * self.lam)
+            return _psum(self.phi_conj(y)), _psum(w * w) / (2.0 * self.lam)
         if self.l1 > 0.0:
             qmax = float(np.abs(q).max()) / n if q.size else 0.0
             s = 1.0 if qmax <= self.l1 else self.l1 / qmax
-            return -float(np.mean(self.phi_conj(s * y)))
-        return -np.inf
+            return _psum(self.phi_conj(s * y)), 0.0
+        return None
+
+    def dual(self, y, q):
+        """D(y) with q = X^T y (see dual_parts; -inf without a dual)."""
+        parts = self.dual_parts(y, q)
+        if parts is None:
+            return -np.inf
+        return -parts[0] / self.n - parts[1]
 
 
-def _measures(prob, x, z, y, q, Delta, p):
-    """(dual, gap, gap_estimate, adapt_measure) at (x, y) with z = X x, q = X^T y, P(x) = p.
+def _measures(prob, x, z, y, q, Delta):
+    """(primal, dual, gap, gap_estimate, adapt_measure) at (x, y) with z = X x, q = X^T y.
 
-    With a dual (lam > 0 or l1 > 0) all three are the duality gap. With lam = l1 = 0 the
-    gap is +inf and the substitute (spec 2.8 (ii)) is a bound on the gradient norm,
+    With a dual (lam > 0 or l1 > 0) the last three are the duality gap, computed as
+    ``(sum phi + sum phi*)/n + g(x) + g*`` (the two large sums combined before rounding).
+    With lam = l1 = 0 the gap is +inf and the substitute is a bound on the gradient norm,
     ||grad P(x)|| <= gb = ||q||/n + (L/n) ||phi'(z) - y||  (since grad P = X^T phi'(z) / n),
     free of any further product; ``gap_estimate = n gb^2 / (2 Delta)`` bounds P(x) - P*
     whenever ``Delta <= delta mu^2`` (P is Delta/n-strongly convex), and ``gb^2`` drives
     the adaptation."""
-    dual = prob.dual(y, q)
-    if np.isfinite(dual):
-        gap = p - dual
-        return dual, gap, gap, gap
     n = prob.n
+    loss_sum = _psum(prob.phi(z))
+    reg = prob.reg(x)
+    p = loss_sum / n + reg
+    parts = prob.dual_parts(y, q)
+    if parts is not None:
+        conj_sum, gstar = parts
+        dual = -conj_sum / n - gstar
+        gap = (loss_sum + conj_sum) / n + (reg + gstar)
+        return p, dual, gap, gap, gap
     gb = (float(np.linalg.norm(q)) + prob.L * float(np.linalg.norm(prob.dphi(z) - y))) / n
-    return dual, np.inf, n * gb * gb / (2.0 * Delta), gb * gb
+    return p, -np.inf, np.inf, n * gb * gb / (2.0 * Delta), gb * gb
 
 
 # ---------------------------------------------------------------------------------------
-# step parameters (spec 2.1 and 2.4, ERM units; 2.6 table)
+# step parameters (Wang & Xiao 2017, Theorems 1 and 3, in ERM units)
 
 
-def bpd_parameters(n, L, gamma, delta, lam, Delta, step=1.0):
-    """(sigma, tau, theta) of BPD in ERM units (spec 2.1), with ``Delta`` for delta mu^2::
+def bpd_parameters(n, L, gamma, delta, lam, Delta, step_scale=1.0):
+    """(sigma, tau, theta) of BPD in ERM units (Theorem 1), with ``Delta`` for delta mu^2::
 
         sigma = (c/L) sqrt((n lam + Delta)/gamma),  tau = (c n/L) sqrt(gamma/(n lam + Delta))
         theta_x = (1 - Delta/((delta + 2 sigma) L^2)) / (1 + tau lam)
         theta_y = 1 / (1 + sigma gamma/2),          theta = max(theta_x, theta_y)
 
-    ``c = step`` (1: Theorem 1, tau sigma = n / L^2; the rates are those of c = 1)."""
+    ``c = step_scale`` (1: Theorem 1, tau sigma = n / L^2; the rates are those of c = 1)."""
     s = n * lam + Delta
-    sigma = step / L * np.sqrt(s / gamma)
-    tau = step * n / L * np.sqrt(gamma / s)
+    sigma = step_scale / L * np.sqrt(s / gamma)
+    tau = step_scale * n / L * np.sqrt(gamma / s)
     theta_x = (1.0 - Delta / ((delta + 2.0 * sigma) * L * L)) / (1.0 + tau * lam)
     theta_y = 1.0 / (1.0 + sigma * gamma / 2.0)
     return sigma, tau, max(theta_x, theta_y)
 
 
-def df_bpd_parameters(n, L, gamma, lam, Delta, step=0.5):
-    """(sigma, tau, theta) of DF-BPD in ERM units (spec 2.4)::
+def df_bpd_parameters(n, L, gamma, lam, Delta, step_scale=0.5):
+    """(sigma, tau, theta) of DF-BPD in ERM units (Theorem 3)::
 
         tau = (c n/L) sqrt(gamma/(n lam + Delta)),  sigma = (c/L) sqrt(gamma (n lam + Delta))
         theta_x = (1 - tau sigma (Delta/n) / (4 + 2 sigma)) / (1 + tau lam)
         theta_y = 1 / (1 + sigma/2),                theta = max(theta_x, theta_y)
 
-    ``c = step``: 1/2 is the proven value (Appendix D; erratum E2), 1 Theorem 3 as printed."""
+    ``c = step_scale``: 1/2 is the value the proof in Appendix D supports; 1 is Theorem 3
+    as printed."""
     s = n * lam + Delta
-    tau = step * n / L * np.sqrt(gamma / s)
-    sigma = step / L * np.sqrt(gamma * s)
+    tau = step_scale * n / L * np.sqrt(gamma / s)
+    sigma = step_scale / L * np.sqrt(gamma * s)
     theta_x = (1.0 - tau * sigma * (Delta / n) / (4.0 + 2.0 * sigma)) / (1.0 + tau * lam)
     theta_y = 1.0 / (1.0 + sigma / 2.0)
     return sigma, tau, max(theta_x, theta_y)
@@ -236,18 +262,18 @@ def df_bpd_parameters(n, L, gamma, lam, Delta, step=0.5):
 
 
 class _Adapt:
-    """BPD-Adapt (spec 2.2): every ``period`` iterations, estimate the window ratio of the
-    gap and double or halve Delta.
+    """BPD-Adapt (Algorithms 3 and 4): every ``period`` iterations, estimate the window ratio
+    of the gap and double or halve Delta.
 
     The ratio over the window of T iterations is ``r = rho^T`` with the per-iteration rate
     ``rho`` from a least-squares fit through the origin of ``log(G(t0+k)/G(t0))`` against
-    ``k = 1..T`` (the spec's regression, recommended for every solver since the batch gap
-    is not monotone). ``"simple"`` (Alg. 3): double Delta if ``r < theta^T`` (faster than
+    ``k = 1..T`` (the log-linear fit the paper uses for its randomized solvers; here too,
+    since the batch gap is not monotone). ``"simple"`` (Alg. 3): double Delta if ``r < theta^T`` (faster than
     Theorem 1 predicts at the current Delta), else halve it. ``"robust"`` (Alg. 4):
     ``r <= c_lo rho_prev`` doubles, ``r >= c_hi rho_prev`` halves, both then set
     ``rho_prev = r``; ``rho_prev`` starts at ``theta^T`` of the initial Delta. Adaptation
     pauses for a window holding a non-positive or non-finite value, or one that reached
-    the rounding floor (spec 5.2 item 3; see ``_run``); Delta never drops below
+    the rounding floor (see ``_run``); Delta never drops below
     ``1e-12 Delta0``."""
 
     def __init__(self, rule, period, c_lo, c_hi, factor, Delta0, theta0):
@@ -281,190 +307,158 @@ class _Adapt:
         return Delta
 
 
-def _run(prob, method, Delta, step, theta_fixed, adapt, x0, tol, max_iter, verbose, callback):
-    """Iterate BPD / DF-BPD from x0 (written in place); returns a result dict."""
+def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, max_epochs,
+         mon):
+    """Iterate BPD / DF-BPD from x (written in place), y and (DF-BPD) the margins v,
+    reporting every iteration to mon; returns a result dict."""
     n = prob.n
     A, At = prob.A, prob.At
 
     def parameters(D):
         if method == "df":
-            sigma, tau, theta = df_bpd_parameters(n, prob.L, prob.gamma, prob.lam, D, step)
+            sigma, tau, theta = df_bpd_parameters(n, prob.L, prob.gamma, prob.lam, D, step_scale)
         else:
-            sigma, tau, theta = bpd_parameters(n, prob.L, prob.gamma, prob.delta, prob.lam, D, step)
+            sigma, tau, theta = bpd_parameters(n, prob.L, prob.gamma, prob.delta, prob.lam, D,
+                                               step_scale)
         return sigma, tau, theta, (theta if theta_fixed is None else theta_fixed)
 
-    x = x0
     z = A @ x
-    # y(0) = phi'(X x0): in dom phi* for every loss, and the dual optimum if x0 is optimal;
-    # for DF-BPD, v(0) = X x0 makes v(0) a subgradient of phi* at y(0) (spec 2.7)
-    v = z.copy() if method == "df" else None
-    y = prob.dphi(z)
+    # y(0) = phi'(X x0) unless warm-started: in dom phi* for every loss, and the dual
+    # optimum if x0 is optimal; for DF-BPD, v(0) = X x0 (or a model's margins) makes v(0) a
+    # subgradient of phi* at y(0) = phi'(v(0)) (Lemma 1)
     q = At @ y
     nnz = 2 * prob.nnz
     zt = z
     sigma, tau, theta_rate, theta = parameters(Delta)
-    target = tol * prob.p0
 
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap") + HISTORY_EXTRA, coef=x)
-    p = prob.primal(x, z)
-    dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta, p)
+    p, dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta)
     window, pwin = [measure], [p]
-    status = 0 if gap_est <= target else 1
-    if mon.report(0, p, dual, gap, gap_est, nnz, Delta, theta) and status != 0:
-        status = 2
+    status = _MAX_EPOCHS
+    if not np.isfinite(p):
+        status = _status.DIVERGED
+    elif gap_est <= target:
+        status = _status.CONVERGED
+    stop = mon.step(0, (p, dual, gap, gap_est, nnz, Delta, theta))
+    if stop and status == _MAX_EPOCHS:
+        status = stop
     t = 0
-    while status == 1 and t < max_iter:
-        # dual step on y(t) with the extrapolated scores X xt(t) = zt
-        if method == "df":
-            v = (v + sigma * zt) / (1.0 + sigma)
-            y = prob.dphi(v)
-        else:
-            y = prob.dual_prox(y + sigma * zt, sigma)
-        q = At @ y
-        # primal step, then the new scores and their extrapolation (no third product)
-        x[:] = prob.prox_g(x - (tau / n) * q, tau)
-        z_new = A @ x
-        zt = z_new + theta * (z_new - z)
-        z = z_new
-        nnz += 2 * prob.nnz
-        t += 1
+    try:
+        while status == _MAX_EPOCHS and t < max_epochs:
+            # dual step on y(t) with the extrapolated scores X xt(t) = zt
+            if method == "df":
+                v = (v + sigma * zt) / (1.0 + sigma)
+                y = prob.dphi(v)
+            else:
+                y = prob.dual_prox(y + sigma * zt, sigma)
+            q = At @ y
+            # primal step, then the new scores and their extrapolation (no third product)
+            x[:] = prob.prox_g(x - (tau / n) * q, tau)
+            z_new = A @ x
+            zt = z_new + theta * (z_new - z)
+            z = z_new
+            nnz += 2 * prob.nnz
+            t += 1
 
-        p = prob.primal(x, z)
-        dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta, p)
-        if not np.isfinite(p):
-            status = 3
-        elif gap_est <= target:
-            status = 0
-        stop = mon.report(t, p, dual, gap, gap_est, nnz, Delta, theta)
-        if stop and status == 1:
-            status = 2
-        if adapt is not None and status == 1:
-            window.append(measure)
-            pwin.append(p)
-            if len(window) == adapt.period + 1:
-                # the rounding floor: P flat to a few ulps over the window, or a gap at the
-                # level of rounding; more changes of Delta could only feed on noise there
-                scale = max(abs(p), prob.p0)
-                frozen = (max(pwin) - min(pwin) <= 8 * _EPS * scale
-                          or gap_est <= 1e-14 * scale)
-                new = adapt(window, Delta, theta_rate, frozen)
-                window, pwin = [measure], [p]
-                if new != Delta:
-                    Delta = new
-                    sigma, tau, theta_rate, theta = parameters(Delta)
-    if mon.error is not None:
-        raise mon.error
-    return dict(status=status, n_iter=t, y=y, primal=p, dual=dual, gap=gap, gap_estimate=gap_est,
-                Delta=Delta, sigma=sigma, tau=tau, theta=theta, rows=mon.rows, target=target)
+            p, dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta)
+            if not np.isfinite(p):
+                status = _status.DIVERGED
+            elif gap_est <= target:
+                status = _status.CONVERGED
+            stop = mon.step(t, (p, dual, gap, gap_est, nnz, Delta, theta))
+            if stop and status == _MAX_EPOCHS:
+                status = stop
+            if adapt is not None and status == _MAX_EPOCHS:
+                window.append(measure)
+                pwin.append(p)
+                if len(window) == adapt.period + 1:
+                    # the rounding floor: P flat to a few ulps over the window, or a gap at
+                    # the level of rounding; more changes of Delta could only feed on noise
+                    scale = max(abs(p), prob.p0)
+                    frozen = (max(pwin) - min(pwin) <= 8 * _EPS * scale
+                              or gap_est <= 1e-14 * scale)
+                    new = adapt(window, Delta, theta_rate, frozen)
+                    window, pwin = [measure], [p]
+                    if new != Delta:
+                        Delta = new
+                        sigma, tau, theta_rate, theta = parameters(Delta)
+    except KeyboardInterrupt as exc:      # Ctrl-C outside the monitor: stop, keep x
+        mon.error = exc
+        status = _status.INTERRUPTED
+    return dict(status=status, n_epochs=t, y=y, v=v, gap_estimate=gap_est, Delta=Delta,
+                sigma=sigma, tau=tau, theta=theta)
+
+
+_MAX_EPOCHS = _status.MAX_EPOCHS
 
 
 # ---------------------------------------------------------------------------------------
-# shared driver
+# the engine
 
 
-def _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, seed, callback,
-                  step_max=1.0):
-    Xc = check_csr(X)
-    n, d = Xc.shape
-    loss, param, b, classes = check_loss_and_labels(
-        loss, smoothing, LOSSES, y, n, "the batch primal-dual solvers", "they need a smooth loss")
-    lam = check_regularization(lam, None, n, allow_zero=True)
-    l1 = check_positive(l1, "l1", allow_zero=True)
-    tol = check_positive(tol, "tol", allow_zero=True)
-    max_iter = check_budget(max_iter, "max_iter", 0)
-    step = check_positive(step, "step")
-    if step > step_max:
-        raise ValueError(f"step must be in (0, {step_max:g}] (the scale of tau and sigma "
-                         f"covered by the theory); got {step}")
-    if isinstance(theta, str):
-        check_choice(theta, "theta", ("formula", "one"))
-        theta_fixed = None if theta == "formula" else 1.0
-    else:
-        theta_fixed = check_positive(theta, "theta", allow_zero=True)
-        if theta_fixed > 1.0:
-            raise ValueError(f"theta must be 'formula' or a number in [0, 1]; got {theta_fixed}")
-    seed = check_seed(seed)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
+def _engine(p, o, mon, *, method, adaptive):
+    n, d = p.n, p.d
+    Xc = p.X
     data = Xc.data if Xc.data.dtype == np.float64 else Xc.data.astype(np.float64)
     A = sp.csr_matrix((data, Xc.indices, Xc.indptr), shape=(n, d), copy=False)
-    return Xc, A, b, classes, loss, param, lam, l1, tol, max_iter, step, theta_fixed, seed
-
-
-def _check_delta(delta_hat, name="delta_hat"):
-    if delta_hat is None:
-        return None
-    return check_positive(delta_hat, name, allow_zero=True)
-
-
-def _fit(solver, X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
-         verbose, callback, warm_start, method, adapt_args=None, extra_params=None):
-    (Xc, A, b, classes, loss, param, lam, l1, tol, max_iter, step, theta_fixed,
-     seed) = _check_common(X, y, loss, lam, l1, smoothing, tol, max_iter, step, theta, seed,
-                           callback)
-    n, d = Xc.shape
-    x0 = warm_start_coef(warm_start, d)
-    fro2 = float(np.sum(A.data ** 2))
+    lam, l1 = p.lam, o["l1"]
+    step_scale = o["step_scale"]
+    theta_fixed = None if o["theta"] == "formula" else (1.0 if o["theta"] == "one"
+                                                       else float(o["theta"]))
+    x, y, v = initial_point(p.warm_start, Xc, p.y, p.loss, p.loss_param,
+                            DUAL_FREE if method == "df" else EUCLID, n, d)
+    fro2 = float(np.sum(Xc.sqnorm))
+    Delta = o["delta_hat"]
     if Delta is None:
         # Ada-BPD's default start ||X||_F^2 / (gamma d): an upper bound on delta mu^2, since
-        # delta <= 1/gamma and mu^2 <= the mean eigenvalue of X^T X (spec 5.1); else 0
-        gamma = float(_losses.strong_convexity(loss, param))
-        Delta = fro2 / (gamma * d) if (adapt_args is not None and fro2 > 0.0) else 0.0
+        # delta <= 1/gamma and mu^2 <= the mean eigenvalue of X^T X; else 0
+        gamma = float(_losses.strong_convexity(p.loss, p.loss_param))
+        Delta = fro2 / (gamma * d) if (adaptive and fro2 > 0.0) else 0.0
     if lam == 0.0 and Delta <= 0.0 and fro2 > 0.0:
         raise ValueError(f"lam = 0 needs delta_hat > 0 (an estimate of the strong convexity "
-                         f"from data, delta * lambda_min(X^T X)); {solver} got delta_hat="
-                         f"{Delta!r}. Use train_ada_bpd to estimate it on the fly.")
+                         f"from data, delta * lambda_min(X^T X)); {p.solver.function_name} got "
+                         f"delta_hat={Delta!r}. Use train_ada_bpd to estimate it on the fly.")
     L, norm_method, cached = _cached_norm(Xc, A)
-    prob = _Problem(A, b, loss, param, lam, l1, L)
+    prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L)
+    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
+    target = p.tol * prob.p0 if p.tol > 0.0 else -np.inf
     adapt = None
     Delta0 = Delta
+    mon.set_coef(x)
     if L == 0.0:
         # X = 0: P(x) = mean phi(0) + g(x) is minimised at x = 0 (any x when g = 0)
-        res = _trivial(prob)
+        res = _trivial(prob, mon)
+        x[:] = 0.0
     else:
-        if adapt_args is not None:
-            rule, period, c_lo, c_hi, factor = adapt_args
-            _, _, theta0 = (df_bpd_parameters(n, L, prob.gamma, lam, Delta, step) if method == "df"
-                            else bpd_parameters(n, L, prob.gamma, prob.delta, lam, Delta, step))
-            adapt = _Adapt(rule, period, c_lo, c_hi, factor, Delta, theta0)
-        res = _run(prob, method, Delta, step, theta_fixed, adapt, x0, tol, max_iter,
-                   int(verbose), callback)          # x0 is overwritten with the solution
-    status = res["status"]
-    if status == 1:
-        warnings.warn(f"train_{solver} stopped after max_iter={res['n_iter']} with "
-                      f"{'duality gap' if np.isfinite(res['gap']) else 'gap estimate'} "
-                      f"{res['gap_estimate']:.3e} > tol * P(0) = {res['target']:.3e}; "
-                      "increase max_iter or tol", ConvergenceWarning, stacklevel=3)
-    elif status == 3:
-        warnings.warn(f"train_{solver} diverged (non-finite objective after {res['n_iter']} "
-                      "iterations); lower step", ConvergenceWarning, stacklevel=3)
-    params = dict(loss=loss, lam=lam, l1=l1, loss_param=param, tol=tol, max_iter=max_iter,
-                  delta_hat=Delta0, Delta=res["Delta"], step=step,
-                  theta="formula" if theta_fixed is None else theta_fixed, seed=seed,
-                  status=_STATUS[status], p0=prob.p0, L=L, norm_method=norm_method,
-                  norm_cached=cached, gamma=prob.gamma, delta=prob.delta, sigma=res["sigma"],
-                  tau=res["tau"], theta_final=res["theta"], nnz=prob.nnz)
+        if adaptive:
+            _, _, theta0 = (df_bpd_parameters(n, L, prob.gamma, lam, Delta, step_scale)
+                            if method == "df" else
+                            bpd_parameters(n, L, prob.gamma, prob.delta, lam, Delta, step_scale))
+            adapt = _Adapt(o["rule"], o["period"], o["c_lo"], o["c_hi"], o["factor"], Delta,
+                           theta0)
+        res = _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target,
+                   p.max_epochs, mon)
+    info = dict(p0=prob.p0, delta_hat=Delta0, Delta=res["Delta"], L=L,
+                theta="formula" if theta_fixed is None else theta_fixed,
+                norm_method=norm_method, norm_cached=cached, gamma=prob.gamma,
+                delta=prob.delta, sigma=float(res["sigma"]), tau=float(res["tau"]),
+                theta_final=float(res["theta"]), nnz=prob.nnz)
     if adapt is not None:
-        params.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
-    params.update(extra_params or {})
-    return Model(coef=x0, dual=res["y"],
-                 history=make_history(res["rows"], extra_fields=HISTORY_EXTRA),
-                 converged=status == 0, n_epochs=res["n_iter"], solver=solver, params=params,
-                 classes=classes)
+        info.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
+    return Result(res["status"], res["n_epochs"], coef=x, dual=res["y"],
+                  measure=res["gap_estimate"], threshold=p.tol * prob.p0, info=info,
+                  extra={"margins": res["v"]} if res.get("v") is not None else {})
 
 
-def _trivial(prob):
+def _trivial(prob, mon):
     x = np.zeros(prob.d)
     z = np.zeros(prob.n)
     y = prob.dphi(z)
     q = np.zeros(prob.d)
-    p = prob.primal(x, z)
-    dual = prob.dual(y, q)
-    gap = p - dual if np.isfinite(dual) else np.inf
-    row = (0, 0.0, p, dual, gap, 0.0 if not np.isfinite(gap) else gap, 0.0, 0.0, 0.0)
-    return dict(status=0, n_iter=0, y=y, primal=p, dual=dual, gap=gap,
-                gap_estimate=row[5], Delta=0.0, sigma=0.0, tau=0.0, theta=0.0, rows=[row],
-                target=0.0)
+    p, dual, gap, _, _ = _measures(prob, x, z, y, q, 1.0)
+    est = 0.0 if not np.isfinite(gap) else gap
+    mon.step(0, (p, dual, gap, est, 0.0, 0.0, 0.0))
+    return dict(status=_status.CONVERGED, n_epochs=0, y=y, gap_estimate=est, Delta=0.0,
+                sigma=0.0, tau=0.0, theta=0.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -504,9 +498,11 @@ _COMMON_PARAMS_DOC = """
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)`` (see "Stopping and the dual" above).
-    max_iter : int >= 0
-        Iteration budget; one iteration is one ``history`` row."""
+        Stop when the duality gap is ``<= tol * P(0)`` (see "Stopping and the dual" above;
+        ``stop_reason="converged"``). ``tol = 0`` runs the whole budget.
+    max_epochs : int >= 0
+        Iteration budget (one iteration, one full gradient, is one epoch and one
+        ``history`` row); ending here warns (ConvergenceWarning) with the gap reached."""
 
 _STOP_DOC = """
     Stopping and the dual. With ``lam > 0`` the dual ``D(v) = -(1/n) sum_i phi*(v_i) -
@@ -525,21 +521,23 @@ _RETURNS_DOC = """
     -------
     Model
         ``coef`` = x; ``dual`` = the ERM dual v (``v_i -> phi'(a_i.x*)``; the SDCA family's
-        ``alpha`` is ``-v``); ``n_epochs`` = iterations; ``params`` (lam, l1, Delta (final),
-        L = ||X||_2 and how it was found, sigma, tau, theta, status, p0, ...); ``history``,
+        ``alpha`` is ``-v``); ``n_epochs`` = iterations; ``stop_reason``; ``params`` (lam,
+        l1, delta_hat (the start), Delta (final), L = ||X||_2 and how it was found, sigma,
+        tau, theta_final, p0, ...); ``history``,
         one row per iteration t (row 0 is the starting point): ``epoch`` = t, ``time``,
         ``primal`` = P(x(t)), ``dual`` = D(v(t)), ``gap``, ``gap_estimate`` (the quantity
         the solver stops on: the gap, or the bound above when there is no dual), ``nnz``
         (nonzeros of X read so far: 2 nnz(X) per iteration, and 2 nnz(X) for the start;
         ``nnz / X.nnz / 2`` counts passes of two products), ``Delta`` (the estimate of
-        delta mu^2 used by the iteration that produced the row) and ``theta``.
+        delta mu^2 used by the iteration that produced the row) and ``theta``. DF-BPD
+        models also keep the margins v (``v_i -> a_i.x*``) in ``extra["margins"]``.
 """
 
 
-def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8, max_iter=1000,
-              delta_hat=None, step=1.0, theta="formula", seed=0, verbose=0, callback=None,
-              warm_start=None):
-    """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao Alg. 1 (spec seed1 2.1).
+def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8,
+              max_epochs=1000, delta_hat=None, step_scale=1.0, theta="formula", seed=0,
+              verbose=0, callback=None, warm_start=None):
+    """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao 2017, Algorithm 1.
     {objective}
     Iteration (ERM units, ``z = X x`` kept, ``zt = X xt``)::
 
@@ -560,8 +558,9 @@ def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-
     ----------{common}
     delta_hat : float >= 0, optional
         Delta, the estimate of ``delta * lambda_min(X^T X)`` the steps are built from.
-    step : float in (0, 1]
-        Scale c of tau and sigma (``tau sigma = c^2 n / L^2``); 1 is Theorem 1.
+    step_scale : float in (0, 1]
+        Scale c of tau and sigma relative to the theory's (``tau sigma = c^2 n / L^2``); 1
+        is Theorem 1. The steps themselves scale with the data through ``L = ||X||_2``.
     theta : "formula", "one" or float in [0, 1]
         Extrapolation: Theorem 1's theta, or a fixed value ("one" = 1, which the paper
         allows with Alg. 4). The adaptive rule's predicted rate always uses the formula.
@@ -571,27 +570,29 @@ def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-
         1 prints one line per iteration.
     callback : callable, optional
         ``callback(info)`` after every iteration with a dict (epoch, time, primal, dual,
-        gap, gap_estimate, nnz, Delta, theta, coef); return True to stop.
-    warm_start : Model or array (n_features,), optional
-        Coefficients to start from (the dual starts at ``phi'(X x0)``).
+        gap, gap_estimate, nnz, Delta, theta, coef); return True to stop
+        (``stop_reason="callback"``).
+    warm_start : Model, array (n_features,) or tuple (coef, dual), optional
+        Coefficients to start from; the dual starts at the model's (or the tuple's) dual
+        (it must lie in the domain of phi*), else at ``phi'(X x0)``. DF-BPD starts from the
+        margins of a dual-free model (``extra["margins"]``), else ``X x0``.
 {returns}"""
-    Delta = _check_delta(delta_hat)
-    return _fit("bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
-                verbose, callback, warm_start, "bpd")
+    return fit(BPD, locals())
 
 
 def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8,
-                  max_iter=1000, delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5,
-                  factor=2.0, step=1.0, theta="formula", seed=0, verbose=0, callback=None,
-                  warm_start=None):
-    """Adaptive batch primal-dual method, Wang & Xiao Alg. 2 with BPD-Adapt (Alg. 3 / 4).
+                  max_epochs=1000, delta_hat=None, rule="simple", period=10, c_lo=0.95,
+                  c_hi=1.5, factor=2.0, step_scale=1.0, theta="formula", seed=0, verbose=0,
+                  callback=None, warm_start=None):
+    """Adaptive batch primal-dual method, Wang & Xiao 2017, Algorithm 2 with BPD-Adapt
+    (Algorithms 3 and 4).
     {objective}
     BPD (see :func:`train_bpd`) whose ``Delta`` (the estimate of the unknown
     ``delta * lambda_min(X^T X)``) is re-tuned every ``period`` iterations from the observed
     decrease of the duality gap: the window ratio ``r`` is ``rho^period``, ``rho`` fitted by
     least squares through the origin to ``log(G(t0+k) / G(t0))``, k = 1..period.
 
-    ``rule="simple"`` (Alg. 3, the default: it came closest to Opt-BPD in the spec's trials):
+    ``rule="simple"`` (Alg. 3, the default: in our trials it came closest to Opt-BPD):
     ``Delta *= factor`` if ``r < theta^period`` (faster than Theorem 1 predicts), else
     ``Delta /= factor``. ``rule="robust"`` (Alg. 4): ``Delta *= factor`` if
     ``r <= c_lo rho_prev``, ``Delta /= factor`` if ``r >= c_hi rho_prev`` (then
@@ -599,7 +600,7 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol
     tau and theta are recomputed (the extrapolation already formed keeps the old theta, as
     in the paper). Adaptation pauses on windows that touch the rounding floor, and
     ``Delta >= 1e-12 Delta0``. With ``lam = l1 = 0`` the gap is infinite and the rule runs
-    on the squared gradient bound ``gb^2`` (spec 2.8 (ii)), which decays at the same rate.
+    on the squared gradient bound ``gb^2`` (below), which decays at the same rate.
 {stop}
     Parameters
     ----------{common}
@@ -614,32 +615,16 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol
         Thresholds of the robust rule (paper: 0.95, 1.5).
     factor : float > 1
         Multiplicative change of Delta (paper: 2, i.e. sqrt(2) on mu).
-    step, theta, seed, verbose, callback, warm_start
+    step_scale, theta, seed, verbose, callback, warm_start
         As in :func:`train_bpd`.
 {returns}"""
-    check_choice(rule, "rule", ("simple", "robust"))
-    period = check_int(period, "period", 1)
-    c_lo = check_positive(c_lo, "c_lo")
-    c_hi = check_positive(c_hi, "c_hi")
-    factor = check_positive(factor, "factor")
-    if not c_lo < 1.0 < c_hi:
-        raise ValueError(f"need 0 < c_lo < 1 < c_hi; got c_lo={c_lo}, c_hi={c_hi}")
-    if not factor > 1.0:
-        raise ValueError(f"factor must be > 1; got {factor}")
-    Delta = _check_delta(delta_hat)
-    if Delta == 0.0:
-        raise ValueError("delta_hat must be > 0 for train_ada_bpd (the rule scales it); "
-                         "None picks the default start")
-    return _fit("ada_bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta,
-                seed, verbose, callback, warm_start, "bpd",
-                adapt_args=(rule, period, c_lo, c_hi, factor),
-                extra_params=dict(rule=rule, period=period, c_lo=c_lo, c_hi=c_hi, factor=factor))
+    return fit(ADA_BPD, locals())
 
 
 def train_df_bpd(X, y, *, loss="logistic", lam=None, l1=0.0, smoothing=None, tol=1e-8,
-                 max_iter=1000, delta_hat=None, step=0.5, theta="formula", seed=0, verbose=0,
-                 callback=None, warm_start=None):
-    """Dual-free batch primal-dual method, Wang & Xiao Alg. 6 (spec seed1 2.4).
+                 max_epochs=1000, delta_hat=None, step_scale=0.5, theta="formula", seed=0,
+                 verbose=0, callback=None, warm_start=None):
+    """Dual-free batch primal-dual method, Wang & Xiao 2017, Algorithm 6.
     {objective}
     The dual step uses the Bregman divergence of ``phi*`` instead of the Euclidean
     distance, so it needs only ``phi'`` (no dual proximal map; convenient for logistic)::
@@ -652,24 +637,63 @@ def train_df_bpd(X, y, *, loss="logistic", lam=None, l1=0.0, smoothing=None, tol
         tau = (c n/L) sqrt(gamma/(n lam + Delta)),   sigma = (c/L) sqrt(gamma (n lam + Delta))
         theta = max((1 - tau sigma (Delta/n)/(4 + 2 sigma)) / (1 + tau lam), 1/(1 + sigma/2))
 
-    ``c = step``, 1/2 by default (the value the proof supports; 1 is Theorem 3 as printed,
-    erratum E2). ``lam = 0`` requires ``delta_hat > 0``.
+    ``c = step_scale``, 1/2 by default (the value the proof in the paper's Appendix D
+    supports; 1 is Theorem 3 as printed). ``lam = 0`` requires ``delta_hat > 0``.
 {stop}
     Parameters
     ----------{common}
     delta_hat : float >= 0, optional
         Delta, the estimate of ``delta * lambda_min(X^T X)`` the steps are built from.
-    step : float in (0, 1]
+    step_scale : float in (0, 1]
         c above.
     theta, seed, verbose, callback, warm_start
         As in :func:`train_bpd`.
 {returns}"""
-    Delta = _check_delta(delta_hat)
-    return _fit("df_bpd", X, y, loss, lam, l1, smoothing, tol, max_iter, Delta, step, theta, seed,
-                verbose, callback, warm_start, "df")
+    return fit(DF_BPD, locals())
 
 
 for _f in (train_bpd, train_ada_bpd, train_df_bpd):
     _f.__doc__ = _f.__doc__.format(objective=_OBJECTIVE_DOC, stop=_STOP_DOC,
                                    common=_COMMON_PARAMS_DOC, returns=_RETURNS_DOC)
 del _f
+
+
+# ---------------------------------------------------------------------------------------
+# the descriptions
+
+_FIXED = dict(
+    l1=[Interval(Real, 0, None, closed="left")],
+    delta_hat=[None, Interval(Real, 0, None, closed="left")],
+    step_scale=[Interval(Real, 0, 1, closed="right")],
+    theta=[Options("formula", "one"), Interval(Real, 0, 1, closed="both")],
+)
+_ADAPT = dict(
+    _FIXED,
+    delta_hat=[None, Interval(Real, 0, None, closed="neither")],
+    rule=[Options("simple", "robust")],
+    period=[Interval(Integral, 1, None)],
+    c_lo=[Interval(Real, 0, 1, closed="neither")],
+    c_hi=[Interval(Real, 1, None, closed="neither")],
+    factor=[Interval(Real, 1, None, closed="neither")],
+)
+CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual "
+               "gap; lam = l1 = 0: the bound n gb^2 / (2 Delta) of the gradient norm gb)")
+_HINT = ("lower step_scale or delta_hat (the steps assume that much strong convexity "
+         "from the data)")
+
+
+def _describe(name, summary, method, adaptive):
+    return register(Solver(
+        name=name, family="primal_dual", summary=summary, losses=LOSSES,
+        params=_ADAPT if adaptive else _FIXED, history=HISTORY_EXTRA,
+        certificate=CERTIFICATE,
+        engine=functools.partial(_engine, method=method, adaptive=adaptive),
+        diverge_hint=_HINT, lam_zero=True, liblinear_c=False))
+
+
+BPD = _describe("bpd", "batch primal-dual (Chambolle-Pock) with Wang & Xiao's parameters",
+                "bpd", False)
+ADA_BPD = _describe("ada_bpd", "batch primal-dual with the strong convexity from data "
+                    "estimated on the fly (Wang & Xiao)", "bpd", True)
+DF_BPD = _describe("df_bpd", "dual-free batch primal-dual: a Bregman dual step that needs "
+                   "only phi' (Wang & Xiao)", "df", False)

@@ -66,7 +66,7 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
     delta_min = 1e-12 * delta0 if lam == 0.0 else 0.0
 
     b = p.y
-    x, ydual, v = _initial_point(p.warm_start, p.X, b, p.loss, p.loss_param, method, n, d)
+    x, ydual, v = initial_point(p.warm_start, p.X, b, p.loss, p.loss_param, method, n, d)
     # stopping scale: P(0) for the gap measures, ||grad f(0)||^2 without a regulariser
     p0 = float(np.mean(_losses.value(p.loss, 0.0, b, p.loss_param)))
     if lam > 0.0 or l1 > 0.0:
@@ -94,10 +94,11 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
                   extra={"margins": v} if v is not None else {})
 
 
-def _initial_point(warm_start, Xc, b, loss, param, method, n, d):
-    """(x0, y0, v0): x0 = 0 or the warm start; v0 = the margins of a dual-free model, else
-    A x0 (dual-free methods); y0 = phi'(v0) (dual-free), the warm start's dual (SPDC; checked
-    to lie in the domain of phi*) or phi'(A x0)."""
+def initial_point(warm_start, Xc, b, loss, param, method, n, d):
+    """(x0, y0, v0) of the primal-dual solvers (also the batch ones): x0 = 0 or the warm
+    start; v0 = the margins of a dual-free model, else A x0 (dual-free methods; None
+    otherwise); y0 = phi'(v0) (dual-free), the warm start's dual (checked to lie in the
+    domain of phi*) or phi'(A x0)."""
     x0, y0, v0 = None, None, None
     if warm_start is not None:
         if isinstance(warm_start, Model):
