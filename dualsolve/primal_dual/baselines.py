@@ -133,7 +133,9 @@ _PARAMS = """
         Reals for ``loss="squared"``; two distinct values otherwise (the larger is +1).
     loss : {"squared", "logistic", "smooth_hinge", "squared_hinge"}
     lam : float >= 0, optional
-        L2 strength; default ``1/n``.
+        L2 strength; default ``1/n``. Give ``lam`` or ``C``, not both.
+    C : float > 0, optional
+        liblinear's cost: ``lam = 1 / (C n)``.
     l1 : float >= 0
         L1 strength (``lam > 0`` too: elastic net).
     smoothing : float > 0, optional
@@ -167,9 +169,9 @@ _TAIL = """
 """
 
 
-def train_svrg(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, step=None,
-               steps_per_epoch=None, tol=1e-8, max_epochs=100, seed=0, verbose=0,
-               callback=None, warm_start=None):
+def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100, seed=0,
+               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0, step=None,
+               steps_per_epoch=None):
     """Train a linear model by proximal SVRG (Prox-SVRG, Xiao & Zhang 2014).
 
     {objective}
@@ -195,9 +197,9 @@ def train_svrg(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, step=N
     return fit(SVRG_SOLVER, locals())
 
 
-def train_katyusha(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, step=None,
-                   tau1=None, option=None, steps_per_epoch=None, tol=1e-8, max_epochs=100,
-                   seed=0, verbose=0, callback=None, warm_start=None):
+def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   l1=0.0, step=None, tau1=None, option=None, steps_per_epoch=None):
     """Train a linear model by Katyusha (Allen-Zhu 2017, Algorithm 1, strongly convex case).
 
     {objective}
@@ -271,7 +273,7 @@ SVRG_SOLVER = register(Solver(
     certificate=CERTIFICATE, engine=functools.partial(_engine, method=SVRG),
     diverge_hint="lower step (default 0.1 / L_max, L_max = c max_i ||x_i||^2 the largest "
                  "row smoothness)",
-    lam_zero=True, liblinear_c=False, watch_growth=True))
+    lam_zero=True, watch_growth=True))
 KATYUSHA_SOLVER = register(Solver(
     name="katyusha", family="primal_dual",
     summary="Katyusha (Allen-Zhu), accelerated SVRG, certified by a duality gap",
@@ -279,7 +281,7 @@ KATYUSHA_SOLVER = register(Solver(
     certificate=CERTIFICATE, engine=functools.partial(_engine, method=KATYUSHA),
     diverge_hint="lower step (the y step 1/(3L); default 1 / (3 L_max), L_max = c max_i "
                  "||x_i||^2 the largest row smoothness)",
-    lam_zero=True, liblinear_c=False, watch_growth=True))
+    lam_zero=True, watch_growth=True))
 
 _DESCRIPTIONS = {"train_svrg": (SVRG_SOLVER, train_svrg),
                  "train_katyusha": (KATYUSHA_SOLVER, train_katyusha)}

@@ -492,7 +492,9 @@ _COMMON_PARAMS_DOC = """
         larger is the positive class).
     loss : {"squared", "logistic", "smooth_hinge"}
     lam : float >= 0, optional
-        L2 strength; default ``1/n``.
+        L2 strength; default ``1/n``. Give ``lam`` or ``C``, not both.
+    C : float > 0, optional
+        liblinear's cost: ``lam = 1 / (C n)``.
     l1 : float >= 0
         L1 strength (elastic net with ``lam > 0``, Lasso-type with ``lam = 0``).
     smoothing : float > 0, optional
@@ -534,9 +536,9 @@ _RETURNS_DOC = """
 """
 
 
-def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8,
-              max_epochs=1000, delta_hat=None, step_scale=1.0, theta="formula", seed=0,
-              verbose=0, callback=None, warm_start=None):
+def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
+              verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+              delta_hat=None, step_scale=1.0, theta="formula"):
     """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao 2017, Algorithm 1.
     {objective}
     Iteration (ERM units, ``z = X x`` kept, ``zt = X xt``)::
@@ -580,10 +582,10 @@ def train_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-
     return fit(BPD, locals())
 
 
-def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol=1e-8,
-                  max_epochs=1000, delta_hat=None, rule="simple", period=10, c_lo=0.95,
-                  c_hi=1.5, factor=2.0, step_scale=1.0, theta="formula", seed=0, verbose=0,
-                  callback=None, warm_start=None):
+def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
+                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                  delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5, factor=2.0,
+                  step_scale=1.0, theta="formula"):
     """Adaptive batch primal-dual method, Wang & Xiao 2017, Algorithm 2 with BPD-Adapt
     (Algorithms 3 and 4).
     {objective}
@@ -621,9 +623,9 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, tol
     return fit(ADA_BPD, locals())
 
 
-def train_df_bpd(X, y, *, loss="logistic", lam=None, l1=0.0, smoothing=None, tol=1e-8,
-                 max_epochs=1000, delta_hat=None, step_scale=0.5, theta="formula", seed=0,
-                 verbose=0, callback=None, warm_start=None):
+def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-8, max_epochs=1000,
+                 seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                 delta_hat=None, step_scale=0.5, theta="formula"):
     """Dual-free batch primal-dual method, Wang & Xiao 2017, Algorithm 6.
     {objective}
     The dual step uses the Bregman divergence of ``phi*`` instead of the Euclidean
@@ -688,7 +690,7 @@ def _describe(name, summary, method, adaptive):
         params=_ADAPT if adaptive else _FIXED, history=HISTORY_EXTRA,
         certificate=CERTIFICATE,
         engine=functools.partial(_engine, method=method, adaptive=adaptive),
-        diverge_hint=_HINT, lam_zero=True, liblinear_c=False))
+        diverge_hint=_HINT, lam_zero=True))
 
 
 BPD = _describe("bpd", "batch primal-dual (Chambolle-Pock) with Wang & Xiao's parameters",

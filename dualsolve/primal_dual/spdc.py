@@ -170,7 +170,9 @@ _PARAMS = """
         Reals for ``loss="squared"``; two distinct values otherwise (the larger is +1).
     loss : {"squared", "logistic", "smooth_hinge"}
     lam : float >= 0, optional
-        L2 strength; default ``1/n``.
+        L2 strength; default ``1/n``. Give ``lam`` or ``C``, not both.
+    C : float > 0, optional
+        liblinear's cost: ``lam = 1 / (C n)``.
     l1 : float >= 0
         L1 strength (``lam > 0`` too: elastic net; ``lam = 0``: Lasso-type).
     smoothing : float > 0, optional
@@ -258,29 +260,29 @@ _FIXED_DELTA = """    delta_hat : float >= 0, optional
 """
 
 
-def train_spdc(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, batch_size=1,
-               tol=1e-8, max_epochs=100, delta_hat=None, sampling="uniform", check_every=1,
-               seed=0, verbose=0, callback=None, warm_start=None):
+def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100, seed=0,
+               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+               batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
     return fit(SPDC, locals())
 
 
-def train_ada_spdc(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, batch_size=1,
-                   tol=1e-8, max_epochs=100, delta_hat=None, period=10, rule="robust",
-                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
-                   seed=0, verbose=0, callback=None, warm_start=None):
+def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
+                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
     return fit(ADA_SPDC, locals())
 
 
-def train_df_spdc(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, batch_size=1,
-                  tol=1e-8, max_epochs=100, delta_hat=None, sampling="uniform", check_every=1,
-                  seed=0, verbose=0, callback=None, warm_start=None):
+def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                  batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
     return fit(DF_SPDC, locals())
 
 
-def train_adf_spdc(X, y, *, loss="squared", lam=None, l1=0.0, smoothing=None, batch_size=1,
-                   tol=1e-8, max_epochs=100, delta_hat=None, period=10, rule="robust",
-                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
-                   seed=0, verbose=0, callback=None, warm_start=None):
+def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
+                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
     return fit(ADF_SPDC, locals())
 
 
@@ -366,7 +368,7 @@ def _describe(name, summary, method, adaptive):
         params=_ADAPT_PARAMS if adaptive else _FIXED_PARAMS,
         history=("measure", "delta_hat"), certificate=CERTIFICATE,
         engine=functools.partial(_engine, method=method, adaptive=adaptive),
-        diverge_hint=_HINT, lam_zero=True, liblinear_c=False, unevaluated_nan=True))
+        diverge_hint=_HINT, lam_zero=True, unevaluated_nan=True))
 
 
 SPDC = _describe("spdc", "stochastic primal-dual coordinate method (Zhang & Xiao; Wang & "
