@@ -209,6 +209,7 @@ def test_mid_epoch_flushes_and_long_epochs(sparse_problem, method):
     assert _close(coef_long, snaps[-1]) and _close(coef_short, snaps[-1])
 
 
+@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_row_stream_is_the_documented_one(sparse_problem):
     """train_svrg's rows are rng.uniform_draws(seed, n, .): its coef equals the twin's."""
     X, bs = sparse_problem

@@ -756,9 +756,9 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
 
 cdef SpdcOptions spdc_default_options() noexcept nogil:
     cdef SpdcOptions o
-    o.tol = 1e-8
+    o.tol = 1e-6
     o.scale = 1.0
-    o.max_epochs = 100
+    o.max_epochs = 1000
     o.check_every = 1
     o.sampling = SPDC_SAMPLE_UNIFORM
     o.seed = 0

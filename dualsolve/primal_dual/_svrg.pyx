@@ -682,8 +682,8 @@ cdef void _set_mu(VRState* S, const double* mu) noexcept nogil:
 
 cdef SvrgOptions svrg_default_options() noexcept nogil:
     cdef SvrgOptions o
-    o.tol = 1e-8
-    o.max_epochs = 100
+    o.tol = 1e-6
+    o.max_epochs = 1000
     o.seed = 0
     o.table_max = TABLE_MAX
     return o

@@ -169,7 +169,7 @@ _TAIL = """
 """
 
 
-def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100, seed=0,
+def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0, step=None,
                steps_per_epoch=None):
     """Train a linear model by proximal SVRG (Prox-SVRG, Xiao & Zhang 2014).
@@ -197,7 +197,7 @@ def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1
     return fit(SVRG_SOLVER, locals())
 
 
-def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                    l1=0.0, step=None, tau1=None, option=None, steps_per_epoch=None):
     """Train a linear model by Katyusha (Allen-Zhu 2017, Algorithm 1, strongly convex case).

@@ -536,7 +536,7 @@ _RETURNS_DOC = """
 """
 
 
-def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
+def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
               delta_hat=None, step_scale=1.0, theta="formula"):
     """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao 2017, Algorithm 1.
@@ -582,7 +582,7 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=10
     return fit(BPD, locals())
 
 
-def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
+def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000,
                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
                   delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5, factor=2.0,
                   step_scale=1.0, theta="formula"):
@@ -623,7 +623,7 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epoch
     return fit(ADA_BPD, locals())
 
 
-def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-8, max_epochs=1000,
+def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
                  delta_hat=None, step_scale=0.5, theta="formula"):
     """Dual-free batch primal-dual method, Wang & Xiao 2017, Algorithm 6.

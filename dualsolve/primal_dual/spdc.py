@@ -260,26 +260,26 @@ _FIXED_DELTA = """    delta_hat : float >= 0, optional
 """
 
 
-def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100, seed=0,
+def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
                batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
     return fit(SPDC, locals())
 
 
-def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
     return fit(ADA_SPDC, locals())
 
 
-def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
                   batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
     return fit(DF_SPDC, locals())
 
 
-def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=100,
+def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
