@@ -9,13 +9,13 @@ coefficients, so its s-fold composition has a closed form: store when j was last
 up to date and apply the missed steps in one go when j is next read. Three tools:
 
 1. ``prox_pow(z, s, tau, u, lam1, lam2)``: the s-fold composition of the elastic-net
-   proximal gradient map on one coordinate (spec seed1 section 3.2),
+   proximal gradient map on one coordinate,
 
        F(z) = S(z - tau u, tau lam1) / (1 + tau lam2),     S = soft threshold,
 
-   with ``LazyProx``: per-coordinate state (x, previous x, last iteration, u) with
-   ``lazy_catch_up`` / ``lazy_flush`` for SPDC, DF-SPDC (x and xprev) and proximal
-   SVRG / Katyusha-type steps with a constant snapshot gradient ``u`` (x only).
+   in O(1) (``affine_pow`` for one affine piece): the catch-up of the SPDC loops
+   (``dualsolve/primal_dual/_spdc.pyx``, which keep their own interleaved per-feature
+   records around it, see docs/primal_dual.md).
 2. ``ScaledVec``: ``w = scale * v`` for an L2 shrink ``w <- c w`` in O(1) and a sparse add
    ``w += c x_row`` in O(nnz), with a running squared norm (plain SGD, SOREL's SGD
    baseline).
@@ -28,27 +28,15 @@ up to date and apply the missed steps in one go when j is next read. Three tools
    catch-up is O(1) without transcendental calls (SOREL / LSVRG / Prospect dense parts,
    PPD-SG's pull toward the stage's reference point, SAG-type average gradients).
 
-Conventions shared by all three: time is the int64 step counter ``t`` (counts exceed
-2^31); coordinate j is "current at t" when its stored value is the iterate after t steps.
+Conventions of the timestamped catch-ups: time is the int64 step counter ``t`` (counts
+exceed 2^31); coordinate j is "current at t" when its stored value is the iterate after t
+steps.
 A catch-up to t applies the missed steps last[j] -> t; a touched step t -> t+1 needs j
 current at t first. Parameters change only after a flush (all coordinates current).
 State is float64; row data may be float32/float64 with int32/int64 indices.
 
 Untouched coordinates follow the dense recurrence exactly, including its drift: with no
 regulariser, F^s(z) = z - s tau u.
-
-SPDC iteration t on row k (cols, vals, nnz), u = A^T y / n kept by the solver::
-
-    dot = 0
-    for q in range(nnz):
-        lazy_catch_up(&st, cols[q], t)
-        dot += vals[q] * lazy_xt(&st, cols[q], theta)          # a_k^T xt(t)
-    dy = (dual step from dot) - y[k]
-    for q in range(nnz):
-        lazy_step(&st, cols[q], t, u[cols[q]] + dy * vals[q])
-        u[cols[q]] += dy * vals[q] / n
-    ...
-    lazy_flush(&st, t_now)     # before P(x), a change of tau/theta/u, and at the end
 
 SOREL / LSVRG step t (gradient form: a = 1 - alpha (mu + 1/tau), b_j = -alpha gbar_j +
 (alpha/tau) w_k,j, i.e. p = gbar, c1 = -alpha, q = w_k, c2 = alpha/tau)::
@@ -277,101 +265,7 @@ cdef inline double prox_pow(double z, int64_t s, double tau, double u, double la
 
 
 # ---------------------------------------------------------------------------------------
-# 2. Just-in-time state for SPDC-type methods
-
-
-ctypedef struct LazyProx:
-    double* x             # x[j]: the iterate at iteration last[j]
-    double* xprev         # xprev[j]: the iterate at last[j] - 1, or NULL when not kept
-    int64_t* last         # last[j]: iteration at which x[j] is current
-    const double* u       # u[j]: the constant gradient part, exact at all times
-    Py_ssize_t d
-    double tau
-    double lam1
-    double lam2
-    double L              # log1p(tau lam2) (see _log1p_tl2)
-
-
-cdef inline void lazy_set_params(LazyProx* st, double tau, double lam1,
-                                 double lam2) noexcept nogil:
-    """Set tau, lam1, lam2. Flush first when changing them mid-run (spec seed1 5.2,
-    pitfall 5)."""
-    st.tau = tau
-    st.lam1 = lam1
-    st.lam2 = lam2
-    st.L = _log1p_tl2(tau, lam2)
-
-
-cdef inline void lazy_init(LazyProx* st, double* x, double* xprev, int64_t* last,
-                           const double* u, Py_ssize_t d, double tau, double lam1,
-                           double lam2, int64_t t0) noexcept nogil:
-    """Attach caller-owned arrays of length d (x holds x(t0); u must be kept exact by the
-    caller) and start the clock: last[:] = t0, xprev[:] = x (so xt(t0) = x(t0)). O(d)."""
-    cdef Py_ssize_t j
-    st.x = x
-    st.xprev = xprev
-    st.last = last
-    st.u = u
-    st.d = d
-    lazy_set_params(st, tau, lam1, lam2)
-    for j in range(d):
-        last[j] = t0
-        if xprev != NULL:
-            xprev[j] = x[j]
-
-
-cdef inline double lazy_value(const LazyProx* st, Py_ssize_t j, int64_t t) noexcept nogil:
-    """x_j at iteration t >= last[j], without changing the state."""
-    return _prox_pow_impl(st.x[j], t - st.last[j], st.tau, st.u[j], st.lam1, st.lam2,
-                          st.L, NULL, 0)
-
-
-cdef inline void lazy_catch_up(LazyProx* st, Py_ssize_t j, int64_t t) noexcept nogil:
-    """Bring x_j to iteration t and xprev_j to t - 1 (CATCH_UP of spec seed1 3.2); no-op
-    when x_j is already current. O(1)."""
-    cdef int64_t s = t - st.last[j]
-    cdef double xj
-    if s <= 0:
-        return
-    xj = st.x[j]
-    if st.xprev != NULL:
-        if s >= 2:
-            xj = _prox_pow_impl(xj, s - 1, st.tau, st.u[j], st.lam1, st.lam2, st.L, NULL, 0)
-        st.xprev[j] = xj
-        xj = prox_step(xj, st.tau, st.u[j], st.lam1, st.lam2)
-    else:
-        xj = _prox_pow_impl(xj, s, st.tau, st.u[j], st.lam1, st.lam2, st.L, NULL, 0)
-    st.x[j] = xj
-    st.last[j] = t
-
-
-cdef inline double lazy_xt(const LazyProx* st, Py_ssize_t j, double theta) noexcept nogil:
-    """The extrapolated point x_j + theta (x_j - xprev_j) of a caught-up coordinate (needs
-    xprev)."""
-    return st.x[j] + theta * (st.x[j] - st.xprev[j])
-
-
-cdef inline void lazy_step(LazyProx* st, Py_ssize_t j, int64_t t, double g) noexcept nogil:
-    """The touched step t -> t+1 of a coordinate current at t, with gradient part g
-    (SPDC: g = u_j + (y_k+ - y_k) a_kj, before u is updated):
-    x_j <- S(x_j - tau g, tau lam1) / (1 + tau lam2); xprev_j <- old x_j; last[j] = t+1."""
-    cdef double xj = st.x[j]
-    if st.xprev != NULL:
-        st.xprev[j] = xj
-    st.x[j] = prox_step(xj, st.tau, g, st.lam1, st.lam2)
-    st.last[j] = t + 1
-
-
-cdef inline void lazy_flush(LazyProx* st, int64_t t) noexcept nogil:
-    """Catch every coordinate up to t. O(d): before evaluating the objective, changing
-    parameters or u wholesale (recompute u after the flush), and at the end."""
-    cdef Py_ssize_t j
-    for j in range(st.d):
-        lazy_catch_up(st, j, t)
-
-
-# ---------------------------------------------------------------------------------------
-# 3. Scaled vector for L2 shrinkage
+# 2. Scaled vector for L2 shrinkage
 
 
 # The scale is folded back into v (O(d), amortised) once |scale| leaves
@@ -484,7 +378,7 @@ cdef inline double sv_sqnorm(const ScaledVec* sv) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# 4. Per-feature timestamps for a constant affine drift
+# 3. Per-feature timestamps for a constant affine drift
 
 
 ctypedef struct DriftJIT:

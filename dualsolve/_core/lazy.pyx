@@ -8,8 +8,6 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from dualsolve._validation import check_csr
-
 
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)
@@ -69,132 +67,7 @@ def affine_pow_many(z, k, c, tau, lam2):
 
 
 # ---------------------------------------------------------------------------------------
-# 2. LazyProx
-
-
-cdef class LazyProxState:
-    """A ``LazyProx`` over owned arrays: ``x``, ``xprev`` (None when ``keep_prev=False``),
-    ``last`` and ``u`` (the caller may change ``u[j]`` in place, as a solver does)."""
-    cdef LazyProx st
-    cdef readonly object x, xprev, last, u
-
-    def __init__(self, x0, u, double tau, double lam1=0.0, double lam2=0.0,
-                 bint keep_prev=True, int64_t t0=0):
-        self.x = np.array(x0, dtype=np.float64)
-        self.u = np.array(u, dtype=np.float64)
-        d = self.x.shape[0]
-        if self.x.ndim != 1 or self.u.shape != (d,):
-            raise ValueError("x0 and u must be 1-D of the same length")
-        if not (tau > 0 and lam1 >= 0 and lam2 >= 0):
-            raise ValueError("need tau > 0, lam1 >= 0 and lam2 >= 0")
-        self.last = np.empty(d, dtype=np.int64)
-        self.xprev = np.empty(d) if keep_prev else None
-        cdef double[::1] xv = self.x, uv = self.u
-        cdef int64_t[::1] lv = self.last
-        cdef double[::1] pv
-        cdef double* pp = NULL
-        if keep_prev and d > 0:
-            pv = self.xprev
-            pp = &pv[0]
-        if d > 0:
-            lazy_init(&self.st, &xv[0], pp, &lv[0], &uv[0], d, tau, lam1, lam2, t0)
-        else:
-            lazy_init(&self.st, NULL, NULL, NULL, NULL, 0, tau, lam1, lam2, t0)
-
-    cdef Py_ssize_t _j(self, Py_ssize_t j) except -1:
-        if not 0 <= j < self.st.d:
-            raise IndexError(f"coordinate {j} out of range [0, {self.st.d})")
-        return j
-
-    def set_params(self, double tau, double lam1, double lam2):
-        lazy_set_params(&self.st, tau, lam1, lam2)
-
-    def value(self, Py_ssize_t j, int64_t t):
-        """x_j at iteration t (state unchanged)."""
-        return lazy_value(&self.st, self._j(j), t)
-
-    def values(self, int64_t t):
-        """The whole iterate at iteration t (state unchanged)."""
-        out = np.empty(self.st.d)
-        cdef double[::1] o = out
-        cdef Py_ssize_t j
-        for j in range(self.st.d):
-            o[j] = lazy_value(&self.st, j, t)
-        return out
-
-    def catch_up(self, Py_ssize_t j, int64_t t):
-        lazy_catch_up(&self.st, self._j(j), t)
-
-    def xt(self, Py_ssize_t j, double theta):
-        if self.xprev is None:
-            raise ValueError("xt needs keep_prev=True")
-        return lazy_xt(&self.st, self._j(j), theta)
-
-    def step(self, Py_ssize_t j, int64_t t, double g):
-        self._j(j)
-        if self.last[j] != t:
-            raise ValueError(f"coordinate {j} is current at {self.last[j]}, not {t}")
-        lazy_step(&self.st, j, t, g)
-
-    def flush(self, int64_t t):
-        lazy_flush(&self.st, t)
-
-
-def _spdc_like_loop(const floating[::1] data, const index_t[::1] indices,
-                    const index_t[::1] indptr, const double[::1] b, const int64_t[::1] idx,
-                    LazyProxState state, double[::1] u, double[::1] y, double[::1] dots,
-                    double sigma, double theta):
-    # u is state.u: the solver writes it, the state only reads it
-    cdef LazyProx* st = &state.st
-    cdef Py_ssize_t n = y.shape[0], it, k, q, lo, hi
-    cdef index_t j
-    cdef double dot, ynew, dy, a
-    with nogil:
-        for it in range(idx.shape[0]):
-            k = idx[it]
-            lo = indptr[k]
-            hi = indptr[k + 1]
-            dot = 0.0
-            for q in range(lo, hi):
-                j = indices[q]
-                lazy_catch_up(st, j, it)
-                dot += data[q] * lazy_xt(st, j, theta)
-            dots[it] = dot
-            # squared loss phi_k(z) = (z - b_k)^2 / 2: prox of sigma phi_k* in closed form
-            ynew = (y[k] + sigma * (dot - b[k])) / (1.0 + sigma)
-            dy = ynew - y[k]
-            y[k] = ynew
-            for q in range(lo, hi):
-                j = indices[q]
-                a = data[q]
-                lazy_step(st, j, it, u[j] + dy * a)
-                u[j] += dy * a / n
-        lazy_flush(st, idx.shape[0])
-
-
-def spdc_like_lazy(X, b, idx, y0, x0, *, double tau, double sigma, double theta,
-                   double lam1=0.0, double lam2=0.0):
-    """A lazy SPDC loop (spec seed1 Algorithm 5 with the squared loss, no adaptation) in
-    nogil Cython over X's CSR arrays, for tests against a dense twin. Rows are visited in
-    the order ``idx``. Returns (x, xprev, y, u, dots) with x flushed to the end and
-    ``dots[t] = a_k^T xt(t)``."""
-    Xc = check_csr(X)
-    n, d = Xc.shape
-    y = np.array(y0, dtype=np.float64)
-    x0 = _f64(x0)
-    u = np.asarray(Xc.source.T @ y, dtype=np.float64).ravel() / n
-    state = LazyProxState(x0, u, tau, lam1, lam2, keep_prev=True)
-    idx = np.ascontiguousarray(idx, dtype=np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError("row index out of range")
-    dots = np.empty(idx.shape[0])
-    _spdc_like_loop(Xc.data, Xc.indices, Xc.indptr, _f64(b), idx, state, state.u, y, dots,
-                    sigma, theta)
-    return state.x.copy(), state.xprev.copy(), y, state.u.copy(), dots
-
-
-# ---------------------------------------------------------------------------------------
-# 3. ScaledVec
+# 2. ScaledVec
 
 
 cdef class ScaledVector:
@@ -271,7 +144,7 @@ def _sv_dot(ScaledVector w, const floating[::1] data, const index_t[::1] ind):
 
 
 # ---------------------------------------------------------------------------------------
-# 4. DriftJIT
+# 3. DriftJIT
 
 
 def drift_tables(double log_a, int64_t T):
