@@ -19,7 +19,10 @@ derivatives the snapshot needs anyway) gives the Fenchel dual of the regularised
     D(y) = -(1/n) sum_i phi*(y_i; b_i) - g*(-A^T y / n),   A^T y / n = mu,
     g*(w) = ||S(w, l1)||^2 / (2 lam)                        (S: soft threshold)
 
-and the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs O(n + d) on top of the snapshot.
+and the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs O(d) on top of the snapshot:
+every row is at Fenchel-Young equality (``phi(s_i) + phi*(y_i) = s_i y_i``), so the gap is
+``g(xs) + g*(-mu) + mu.xs``, a sum of non-negative terms over the features
+(``||grad P(xs)||^2 / (2 lam)`` when l1 = 0).
 With lam = 0 and l1 > 0 (g* the indicator of ||w||_inf <= l1) the dual is first scaled
 into the domain, ``s y`` with ``s = min(1, l1 / ||mu||_inf)``; with lam = l1 = 0 there is
 no dual (the gap is +inf) and the measure is ``||mu||^2`` against its value at x = 0.

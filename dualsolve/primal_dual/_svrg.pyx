@@ -16,8 +16,9 @@ coefficients, and the missed steps are applied in O(1) when j is next read (catc
 at a flush (end of the epoch, every ``T`` steps, before the objective is evaluated).
 
 The snapshot's pass over X gives, besides P(xs), gs and mu, a certified duality gap for
-free: ``y_i = gs_i`` is a dual point with ``A^T y / n = mu`` (see ``_svrg.pxd``), so the
-gap costs the conjugates phi*(gs_i) and O(n_features).
+free: ``y_i = gs_i`` is a dual point with ``A^T y / n = mu`` (see ``_svrg.pxd``) whose
+rows are at Fenchel-Young equality, so the gap is the regulariser's part alone, O(d)
+(``_measures``).
 
 Prox-SVRG (Xiao & Zhang 2014), step eta, one untouched step:
 
@@ -592,47 +593,62 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
 
 
 cdef void _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
-                    VRState* S, const double* x, double* mu, KahanSum* sums) noexcept nogil:
-    """One pass over X at the snapshot x: gs_i = phi'(a_i.x), mu = (1/n) sum_i gs_i a_i,
-    sums[0] = sum_i phi(a_i.x), sums[1] = sum_i phi*(gs_i) (compensated)."""
+                    VRState* S, const double* x, double* mu, KahanSum* loss_sum) noexcept nogil:
+    """One pass over X at the snapshot x: gs_i = phi'(a_i.x), mu = (1/n) sum_i gs_i a_i and
+    loss_sum = sum_i phi(a_i.x) (compensated)."""
     cdef Py_ssize_t i, start, nnz
     cdef double s, g, scale = 1.0 / S.n
     memset(mu, 0, S.d * sizeof(double))
-    sums[0] = ksum_new()
-    sums[1] = ksum_new()
+    loss_sum[0] = ksum_new()
     for i in range(S.n):
         start = indptr[i]
         nnz = indptr[i + 1] - start
         s = sparse_dot(data + start, indices + start, nnz, x)
-        ksum_add(&sums[0], loss_value(&S.loss, s, S.y[i]))
+        ksum_add(loss_sum, loss_value(&S.loss, s, S.y[i]))
         g = loss_deriv(&S.loss, s, S.y[i])
         S.gs[i] = g
-        # phi*(g; y) = h(-g; y) in the loss table's convention
-        ksum_add(&sums[1], loss_conj(&S.loss, -g, S.y[i]))
         if g != 0.0:
             sparse_axpy(g * scale, data + start, indices + start, nnz, mu)
 
 
-cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSum* sums,
+cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSum* loss_sum,
                     double lam, double l1, double* out) noexcept nogil:
-    """out = (primal, dual, gap, measure) at the snapshot x from its pass (_snapshot)."""
+    """out = (primal, dual, gap, measure) at the snapshot x from its pass (_snapshot).
+
+    lam > 0: with y_i = phi'(a_i.x) every row's Fenchel-Young gap phi(s_i) + phi*(y_i) -
+    s_i y_i is 0, so P(x) - D(y) is the regulariser's alone, g(x) + g*(-mu) + mu.x, a sum
+    over the features of non-negative terms: with v = -mu_j and xh = S(v, l1) / lam (the
+    maximiser in g*(v)), ``lam/2 (x_j - xh)^2 + l1 (|x_j| - sigma x_j)``, sigma = sign(v)
+    if |v| > l1 else v / l1 (for l1 = 0: ``(lam x_j + mu_j)^2 / (2 lam)``, the gap is
+    ``||grad P(x)||^2 / (2 lam)``). O(d), no conjugate, and free of the cancellation of
+    two large sums. lam = 0, l1 > 0: the dual scaled into the domain of g* (one O(n) pass
+    of conjugates). lam = l1 = 0: the measure is ||mu||^2."""
     cdef Py_ssize_t i, j
-    cdef double loss_sum = ksum_value(&sums[0]), conj_sum = ksum_value(&sums[1])
-    cdef double inv_n = 1.0 / S.n, reg, gs, w, umax = 0.0, sc
-    cdef KahanSum sxx = ksum_new(), sx1 = ksum_new(), sgs = ksum_new(), cs = ksum_new()
+    cdef double ls = ksum_value(loss_sum), inv_n = 1.0 / S.n, reg, w, umax = 0.0, sc
+    cdef double v, xh, sig, h
+    cdef KahanSum sxx = ksum_new(), sx1 = ksum_new(), sg = ksum_new(), cs = ksum_new()
     for j in range(S.d):
         ksum_add(&sxx, x[j] * x[j])
         ksum_add(&sx1, fabs(x[j]))
-        w = _shrink(mu[j], l1)
-        ksum_add(&sgs, w * w)
         if fabs(mu[j]) > umax:
             umax = fabs(mu[j])
+        if lam > 0.0:
+            v = -mu[j]
+            if l1 > 0.0:
+                xh = _shrink(v, l1) / lam
+                sig = copysign(1.0, v) if fabs(v) > l1 else v / l1
+                h = 0.5 * lam * (x[j] - xh) * (x[j] - xh) + l1 * (fabs(x[j]) - sig * x[j])
+            else:
+                w = lam * x[j] + mu[j]
+                h = w * w / (2.0 * lam)
+            ksum_add(&sg, h)
+        else:
+            ksum_add(&sg, mu[j] * mu[j])
     reg = 0.5 * lam * ksum_value(&sxx) + l1 * ksum_value(&sx1)
-    gs = ksum_value(&sgs)
-    out[0] = loss_sum * inv_n + reg
+    out[0] = ls * inv_n + reg
     if lam > 0.0:
-        out[1] = -conj_sum * inv_n - gs / (2.0 * lam)
-        out[2] = (loss_sum + conj_sum) * inv_n + (reg + gs / (2.0 * lam))
+        out[2] = ksum_value(&sg)
+        out[1] = out[0] - out[2]
         out[3] = out[2]
     elif l1 > 0.0:
         # g* = indicator{||w||_inf <= l1}: scale the dual into its domain (s y stays in the
@@ -641,13 +657,13 @@ cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSu
         for i in range(S.n):
             ksum_add(&cs, loss_conj(&S.loss, -sc * S.gs[i], S.y[i]))
         out[1] = -ksum_value(&cs) * inv_n
-        out[2] = (loss_sum + ksum_value(&cs)) * inv_n + reg
+        out[2] = (ls + ksum_value(&cs)) * inv_n + reg
         out[3] = out[2]
     else:
         # g* = indicator{0}: no dual unless mu = 0; the measure is ||grad f(x)||^2
-        out[1] = -conj_sum * inv_n if umax == 0.0 else -INFINITY
-        out[2] = (loss_sum + conj_sum) * inv_n if umax == 0.0 else INFINITY
-        out[3] = gs
+        out[3] = ksum_value(&sg)
+        out[1] = -INFINITY if umax > 0.0 else out[0]
+        out[2] = INFINITY if umax > 0.0 else 0.0
 
 
 cdef void _new_snapshot(VRState* S, double* xs, double inv_norm) noexcept nogil:
@@ -793,7 +809,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     cdef double inv_norm = 1.0, target, p0, row_nnz, g0
     cdef double out[4]
     cdef double values[SVRG_HOOK_VALUES]
-    cdef KahanSum sums[2]
+    cdef KahanSum sums[1]
     cdef VRState S
     cdef Py_ssize_t width = (sizeof(KatCoord) if P.method == METHOD_KATYUSHA
                              else sizeof(SvrgCoord)) // sizeof(double)
