@@ -1,6 +1,6 @@
 """Figures 1-3 of Wang & Xiao (ICML 2017), "Exploiting strong convexity from data with
 primal-dual first-order algorithms", redone with dualsolve's primal-dual family
-(spec seed1_primaldual.md, sections 4.1-4.7 and Appendix A).
+(docs/primal_dual.md describes the protocol and reads the results).
 
 Every panel plots the primal suboptimality P(x) - P* (log scale) against passes over the
 data, for lam in {1/n, 1e-2/n, 1e-4/n} (strong, medium, weak regularisation; 3 panels a row):
@@ -14,8 +14,9 @@ data, for lam in {1/n, 1e-2/n, 1e-4/n} (strong, medium, weak regularisation; 3 p
 * fig3, the same methods, logistic regression: synthetic2, reuters, news20 (in place of
   rcv1; built by bench/datasets.py).
 
-Data. synthetic1: n=5000, d=3000, rows ~ N(0, Sigma), Sigma_ij = 2^(-|i-j|/2) (erratum E5),
-targets b = A x_true + 0.1 eps. synthetic2: n=5000, d=500, Sigma_ij = 2^(-|i-j|/100),
+Data. synthetic1: n=5000, d=3000, rows ~ N(0, Sigma), Sigma_ij = 2^(-|i-j|/2) (the paper
+prints 2^(|i-j|/2), not a covariance), targets b = A x_true + 0.1 eps. synthetic2: n=5000,
+d=500, Sigma_ij = 2^(-|i-j|/100),
 labels sign(z + 0.5 std(z) eps), z = A x_true; x_true, eps ~ N(0, I), seed 0. kin8nm and
 power-plant: the bundled UCI files (``dualsolve.datasets.load``), raw features, targets
 centred and scaled to unit variance. Every matrix is row-normalised, a_i / max_j ||a_j||.
@@ -345,9 +346,10 @@ def run_batch(solver, **kw):
     def run(prob, lam, ctx):
         rec = Recorder(prob, lam, ctx["stop_value"])
         m = solver(prob.X, prob.b, loss=prob.loss, lam=lam, tol=0.0,
-                   max_iter=ctx["budget_batch"], callback=rec, **kw)
+                   max_epochs=ctx["budget_batch"], callback=rec, **kw)
         tr = rec.trace(m, delta_field="Delta")
-        tr["params"] = {k: m.params.get(k) for k in ("delta_hat", "Delta", "L", "status")}
+        tr["params"] = {k: m.params.get(k) for k in ("delta_hat", "Delta", "L")}
+        tr["params"]["stop_reason"] = m.stop_reason
         return tr
     return run
 
@@ -369,7 +371,8 @@ def run_pd(solver, **kw):
                    max_epochs=ctx["budget"], callback=rec, seed=SEED, **kw)
         tr = rec.trace(m, delta_field="delta_hat")
         tr["params"] = {k: m.params.get(k) for k in
-                        ("delta0", "delta_hat", "tau", "sigma", "theta", "status")}
+                        ("delta0", "delta_hat", "tau", "sigma", "theta")}
+        tr["params"]["stop_reason"] = m.stop_reason
         return tr
     return run
 
@@ -381,7 +384,8 @@ def run_vr(solver):
         m = solver(prob.X, prob.b, loss=prob.loss, lam=lam, tol=0.0, max_epochs=epochs,
                    callback=rec, seed=SEED)
         tr = rec.trace(m)
-        tr["params"] = {k: m.params.get(k) for k in ("step", "inner", "tau1", "option", "status")}
+        tr["params"] = {k: m.params.get(k) for k in ("step", "steps_per_epoch", "tau1", "option")}
+        tr["params"]["stop_reason"] = m.stop_reason
         return tr
     return run
 

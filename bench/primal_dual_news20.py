@@ -7,7 +7,8 @@ Two measurements, side by side in one run (logistic loss, lam = 1e-4/n by defaul
   bare passes; median over epochs 2 and later) and the average epoch with the default
   evaluation after every epoch (flush, exact ``u``, P, D and the gap). Each ratio is the
   median of ``--repeat`` alternating (solver, mat-vec) pairs. For our SVRG an "epoch" is
-  one snapshot gradient plus ``2n`` inner steps (5 passes in gradient evaluations).
+  one snapshot gradient plus ``2n`` stochastic steps (3 passes in gradient evaluations:
+  the snapshot's per-row derivatives are stored).
 * **Time to (P(w) - P*)/P* <= target** (default 1e-6) for train_spdc, train_adf_spdc,
   train_svrg, train_sdca and scikit-learn's SAGA: each solver is run at decreasing
   tolerances (its own stopping rule) until the returned w reaches the target; that run is
@@ -40,8 +41,7 @@ import peers  # noqa: E402
 
 import dualsolve  # noqa: E402
 
-# our solvers' stopping tolerances: duality gap <= tol * P(0) (SPDC family, SDCA), or an
-# epoch's change of P <= tol * P(0) (SVRG)
+# our solvers' stopping tolerances: duality gap <= tol * P(0) (SPDC family, SVRG, SDCA)
 OUR_GRID = [10.0 ** -k for k in np.arange(4, 13.5, 0.5)]
 # epoch caps of the time-to-target runs: about two minutes of work per capped run
 CAPS = {"spdc": 400, "adf_spdc": 400, "svrg": 150, "sdca": 4000, "saga": 300}
@@ -74,7 +74,7 @@ def epoch_times(key, X, y, lam, epochs, evaluate):
     fn = SOLVERS[key][1]
     kw = {}
     if key in ("spdc", "adf_spdc"):
-        kw["eval_every"] = 1 if evaluate else epochs + 1
+        kw["check_every"] = 1 if evaluate else epochs + 1
     elif key == "sdca":
         kw.update(check_every=1 if evaluate else 10 * epochs, shrinking=False)
     with warnings.catch_warnings():
