@@ -15,8 +15,6 @@ import functools
 import inspect
 import math
 
-import numpy as np
-
 from .._driver import Result, Solver, fit, register
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_coef
@@ -263,8 +261,8 @@ _PARAMS_KATYUSHA = dict(
     tau1=[None, Interval(Real, 0, 0.5, closed="right")],
     option=[None, Options(*OPTIONS)],
 )
-CERTIFICATE = ("duality gap P(xs) - D(phi'(X xs)) <= tol * P(0) at the snapshot xs (lam = 0: "
-               "the rescaled-dual gap; lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
+CERTIFICATE = ("duality gap P(xs) - D(phi'(X xs)) <= tol * P(0) at the snapshot xs (lam = 0, "
+               "l1 > 0: the rescaled-dual gap; lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
 
 SVRG_SOLVER = register(Solver(
     name="svrg", family="primal_dual",

@@ -268,8 +268,9 @@ class _Adapt:
     The ratio over the window of T iterations is ``r = rho^T`` with the per-iteration rate
     ``rho`` from a least-squares fit through the origin of ``log(G(t0+k)/G(t0))`` against
     ``k = 1..T`` (the log-linear fit the paper uses for its randomized solvers; here too,
-    since the batch gap is not monotone). ``"simple"`` (Alg. 3): double Delta if ``r < theta^T`` (faster than
-    Theorem 1 predicts at the current Delta), else halve it. ``"robust"`` (Alg. 4):
+    since the batch gap is not monotone). ``"simple"`` (Alg. 3): double Delta if
+    ``r < theta^T`` (faster than Theorem 1 predicts at the current Delta), else halve it.
+    ``"robust"`` (Alg. 4):
     ``r <= c_lo rho_prev`` doubles, ``r >= c_hi rho_prev`` halves, both then set
     ``rho_prev = r``; ``rho_prev`` starts at ``theta^T`` of the initial Delta. Adaptation
     pauses for a window holding a non-positive or non-finite value, or one that reached

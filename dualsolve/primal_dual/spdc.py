@@ -356,7 +356,7 @@ _ADAPT_PARAMS = dict(
     c_hi=[Interval(Real, 1, None, closed="neither")],
     factor=[Interval(Real, 1, None, closed="neither")],
 )
-CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0: the rescaled-dual gap; "
+CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual gap; "
                "lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
 _HINT = ("lower delta_hat: the steps assume that much strong convexity from the data "
          "(delta * lambda_min(X^T X))")
