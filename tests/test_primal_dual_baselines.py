@@ -10,6 +10,11 @@
 
 The twins use NumPy only (no dualsolve code besides the row stream).
 """
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import scipy.optimize as so
@@ -535,3 +540,32 @@ def test_bad_inputs(heart, solver):
                          (dict(option="III"), "option")]:
             with pytest.raises(ValueError, match=word):
                 solver(X, y, loss="logistic", **kw)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or bool(os.environ.get("DUALSOLVE_ASAN")),
+                    reason="RLIMIT_AS on Linux, not under AddressSanitizer")
+def test_a_failed_allocation_in_the_engine_is_a_memory_error():
+    """svrg_run allocates its per-feature state itself (32 or 48 bytes a feature): when
+    that fails it returns STATUS_NO_MEMORY with nothing else set, and the caller gets a
+    MemoryError naming the solver and the data's size (the message has no NumPy part: the
+    0.5 GiB coefficient vector still fitted under the 3 GiB limit)."""
+    code = textwrap.dedent('''
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        import numpy as np, scipy.sparse as sp, dualsolve as ds
+        d = 1 << 26
+        X = sp.csr_matrix((np.ones(3), ([0, 1, 2], [0, 1, d - 1])), shape=(3, d))
+        for f in (ds.train_svrg, ds.train_katyusha):
+            try:
+                f(X, np.array([1.0, -1.0, 1.0]), loss="logistic", max_epochs=1)
+                print("no error")
+            except MemoryError as exc:
+                print("MemoryError:", exc)
+    ''')
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2, r.stdout
+    for name, line in zip(("train_svrg", "train_katyusha"), lines):
+        assert line == (f"MemoryError: {name} ran out of memory on X with 3 rows and 67108864 "
+                        "features (a float64 vector of n_features takes 0.50 GiB)"), line
