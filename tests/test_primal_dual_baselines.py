@@ -108,9 +108,8 @@ def lazy_run(X, b, loss, lam, l1, method, step, m, epochs, seed, tau1=0.0, optio
               max_epochs=epochs, seed=seed)
     if method == 1:
         kw.update(tau1=tau1, option={1: "I", 2: "II"}[option])
-    with pytest.warns(ds.ConvergenceWarning, match="max_epochs"):
-        model = baselines.run_traced("train_katyusha" if method == 1 else "train_svrg", X, b,
-                                     trace=trace, table_max=table_max, **kw)
+    model = baselines.run_traced("train_katyusha" if method == 1 else "train_svrg", X, b,
+                                 trace=trace, table_max=table_max, **kw)
     assert model.n_epochs == epochs
     return trace.reshape(epochs * m, k, d), model.coef, model.history["primal"]
 
@@ -214,7 +213,6 @@ def test_mid_epoch_flushes_and_long_epochs(sparse_problem, method):
     assert _close(coef_long, snaps[-1]) and _close(coef_short, snaps[-1])
 
 
-@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_row_stream_is_the_documented_one(sparse_problem):
     """train_svrg's rows are rng.uniform_draws(seed, n, .): its coef equals the twin's."""
     X, bs = sparse_problem
@@ -356,7 +354,6 @@ def test_katyusha_lam0_needs_tau1_and_then_runs(kin8nm):
 # Inputs, history, stopping
 
 
-@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 @pytest.mark.parametrize("solver", [train_svrg, train_katyusha])
 def test_float32_and_int64_inputs(heart, solver):
     X, y = heart
@@ -437,7 +434,6 @@ def test_history_and_model_fields(heart):
     np.testing.assert_array_equal(m.predict(X), np.where(X @ m.coef > 0, 1.0, -1.0))
 
 
-@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 def test_katyusha_params_follow_the_paper(heart):
     X, y = heart
     n = X.shape[0]
@@ -451,7 +447,6 @@ def test_katyusha_params_follow_the_paper(heart):
     assert train_katyusha(X, y, loss="logistic", lam=lam, l1=1e-3, max_epochs=0).params["option"] == "II"
 
 
-@pytest.mark.filterwarnings("ignore::dualsolve.ConvergenceWarning")
 @pytest.mark.parametrize("solver", [train_svrg, train_katyusha])
 def test_seeds_warm_start_callback(heart, solver):
     X, y = heart
