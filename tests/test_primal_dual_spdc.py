@@ -11,6 +11,9 @@
 """
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -801,3 +804,29 @@ def test_bad_input(heart):
         train_spdc(sp.csr_matrix((5, 3)), np.arange(5.0))
     with pytest.raises(TypeError, match="callback must be callable"):
         train_spdc(X, y, callback=3)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or bool(os.environ.get("DUALSOLVE_ASAN")),
+                    reason="RLIMIT_AS on Linux, not under AddressSanitizer")
+def test_a_failed_allocation_in_the_engine_is_a_memory_error():
+    """spdc_run allocates its catch-up tables itself (a table per gap between two
+    evaluations, up to table_max entries): when that fails it returns STATUS_NO_MEMORY with
+    nothing else set (it used to return "stopped" with primal, dual and gap unset), and the
+    caller gets the driver's MemoryError."""
+    code = textwrap.dedent('''
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        import numpy as np, scipy.sparse as sp
+        from dualsolve.primal_dual import spdc
+        X = sp.csr_matrix(np.array([[1.0, 0.0], [0.5, 2.0], [0.0, 1.0]]))
+        try:
+            spdc.run_traced("train_spdc", X, np.array([1.0, -1.0, 1.0]), loss="logistic",
+                            lam=0.1, check_every=1 << 30, max_epochs=2, table_max=1 << 40)
+            print("no error")
+        except MemoryError as exc:
+            print("MemoryError:", exc)
+    ''')
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == ("MemoryError: train_spdc ran out of memory on X with 3 rows and 2 "
+                                "features (a float64 vector of n_features takes 0.00 GiB)"), r.stdout
