@@ -539,11 +539,8 @@ def _cmd_train(args):
     seconds = time.perf_counter() - t0
     for w in caught:
         if issubclass(w.category, dualsolve.ConvergenceWarning):
-            p0 = model.params.get("p0", float("nan"))
-            _warn(f"not converged: stopped after {model.n_epochs} epochs (-m) with duality "
-                  f"gap {_last(model, 'gap'):.3e} > tol * P(0) = "
-                  f"{model.params.get('tol', float('nan')) * p0:.3e} (-e); the model is "
-                  "saved anyway", args.quiet)
+            _warn(f"not converged: {w.message} (-m, -e); the model is saved anyway",
+                  args.quiet)
         else:
             _warn(w.message, args.quiet)
 
@@ -553,7 +550,8 @@ def _cmd_train(args):
         raise CLIError(f"cannot write model file '{model_file}': "
                        f"{exc.strerror or _one_line(exc)}") from None
     if not args.quiet:
-        status = "converged" if model.converged else "not converged (max epochs reached)"
+        status = {"converged": "converged", "max_epochs": "not converged (max epochs reached)",
+                  "diverged": "diverged"}.get(model.stop_reason, model.stop_reason)
         print(f"{solver} {model.params.get('loss', loss)}: {model.n_epochs} epochs, "
               f"primal {_last(model, 'primal'):.10e}, gap {_last(model, 'gap'):.3e}, "
               f"{seconds:.3f} s, {status}; model saved to {model_file}")
