@@ -30,7 +30,8 @@ each stage ends with its average iterate, the exact objective J at it and the
 certificate ``measure`` (an upper bound on J(w) - min J, see AucEval). It stops with
 STATUS_CONVERGED when ``measure <= tol p(1-p)`` (tol = 0 never converges: it runs the
 budget), STATUS_MAX_EPOCHS when max_epochs epochs of ``ceil(n / batch_size)`` steps are
-done (the last stage is cut short to end there), STATUS_NO_MEMORY, or the status the
+done (the last stage runs to the end of the budget: it takes what is left when a full next
+stage would not fit in after it), STATUS_NO_MEMORY, or the status the
 hook returned (``dualsolve._core.status``). The hook gets AUC_HOOK_VALUES values after
 every epoch (epoch 0: the start): J, dual (NaN), gap (the certificate), P_n and NaN (a
 slot for the caller's validation AUC); J, gap and P_n are those of the last stage that

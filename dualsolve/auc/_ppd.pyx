@@ -1025,7 +1025,7 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     cdef AucEval ev
     cdef Py_ssize_t dd = d if d > 0 else 1, k = 0, nb = opt.batch_size
     cdef int64_t budget, S, epoch
-    cdef double eta, steps, T0, eta0, target, npos = 0.0, p_emp, nnz_row
+    cdef double eta, steps, eta_next, steps_next, T0, eta0, target, npos = 0.0, p_emp, nnz_row
     cdef int status, stop
     cdef bint pga = opt.method == PPD_PGA, certify_v = False
     cdef double* g
@@ -1135,8 +1135,11 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     while status == STATUS_MAX_EPOCHS and P.steps < budget:
         k += 1
         _stage_plan(opt, k, eta0, T0, &eta, &steps)
+        _stage_plan(opt, k + 1, eta0, T0, &eta_next, &steps_next)
+        # the last stage runs to the end of the budget: it takes what is left when a full
+        # next stage would not fit in after it (never a short tail stage)
         S = budget - P.steps
-        if steps < <double>S:
+        if steps < <double>S and <double>S - steps >= steps_next:
             S = <int64_t>steps
         if S < 1:
             S = 1

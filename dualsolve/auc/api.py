@@ -64,7 +64,8 @@ _STAGES = """
     reset to its maximiser at wbar_k, ``alphabar_k = mean_-(X wbar_k) - mean_+(X wbar_k)``
     (over all rows, or over fresh samples with ``alpha_reset="minibatch"``), and J and the
     certificate are evaluated at wbar_k. The budget ends the run after ``max_epochs``
-    epochs (the last stage is cut short there). Every step costs O(nnz of the sampled
+    epochs: the last stage runs to the end of the budget (it takes what is left when a
+    full next stage would not fit in after it). Every step costs O(nnz of the sampled
     rows): the dense parts (the pull toward v0, the L2 term, the stage averages) are caught
     up per feature just in time; a stage end costs O(n_features + nnz(X)).
 """
@@ -382,7 +383,8 @@ def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=
     ``vbar_k`` and ``alphabar_k`` are the averages of the T_k iterates 1..T_k (the start
     excluded). Unlike PPD-SG, alpha is averaged and carried into the next stage (no reset
     to its maximiser), the steps decay polynomially and the projections are kept. The
-    budget ends the run after ``max_epochs`` epochs (the last stage is cut short there).
+    budget ends the run after ``max_epochs`` epochs (the last stage runs to its end, as
+    in ``train_ppd_sg``).
 
     Choices of dualsolve (the paper leaves them open):
 
