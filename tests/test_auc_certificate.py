@@ -133,6 +133,10 @@ def test_pga_ball_certificate(small):
     lam, R1, R2 = 0.02, 0.8, 0.3
     rng = np.random.default_rng(3)
     w, a, b = 0.3 * rng.standard_normal(X.shape[1]), 0.1, -0.2
+    # a point outside the ball is not certified
+    assert np.sqrt(w @ w + a * a + b * b) > R1
+    assert evaluate(X, y, w, lam, saddle=False, a=a, b=b, R=R1, R2=R2)["measure"] == np.inf
+    w *= 0.5
     ev = evaluate(X, y, w, lam, saddle=False, a=a, b=b, R=R1, R2=R2)
     assert ev["J"] == pytest.approx(J_np(X, y, w, lam), rel=1e-12)     # J is still reported
     eps = 1e-6

@@ -900,10 +900,11 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
     gn2 = ksum_value(&gg)
     gdw = ksum_value(&gw)
     ev.vnorm2 = wn2
+    # Frank-Wolfe over the ball: f(v) - min_{||u|| <= R} f <= g.(v - s), s = -R g/||g||, by
+    # convexity; it certifies only a point of the ball (up to rounding of its norm)
     if saddle:
         ev.measure = gn2 / (2.0 * lam) if lam > 0.0 else INFINITY
-        if isfinite(R) and wn2 <= R * R:
-            # Frank-Wolfe over the ball: f(w) - min_{||u|| <= R} f <= g.(w - s), s = -R g/||g||
+        if isfinite(R) and wn2 <= R * R * (1.0 + 1e-12):
             ev.measure = min(ev.measure, gdw + R * sqrt(gn2))
     else:
         ga = -2.0 * pq * (mp - a)                      # d/da, d/db of f at (a, b, al)
@@ -911,7 +912,9 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
         gn2 += ga * ga + gb * gb
         gdw += ga * a + gb * b
         ev.vnorm2 = wn2 + a * a + b * b
-        ev.measure = gdw + R * sqrt(gn2) if isfinite(R) else INFINITY
+        ev.measure = INFINITY
+        if isfinite(R) and ev.vnorm2 <= R * R * (1.0 + 1e-12):
+            ev.measure = gdw + R * sqrt(gn2)
     ev.gnorm2 = gn2
     ev.gdotv = gdw
     if not isfinite(ev.J):
