@@ -265,7 +265,7 @@ def run_ppd(kind, Xtr, ytr, Xev, yev, eta0, lam, budget):
     n = Xtr.shape[0]
     tr = Tracker(Xev, yev)
     t = time.perf_counter()
-    m = _quiet(fn, Xtr, ytr, eta0=eta0, T0=_t0_for(budget, n), prox_gamma=GAMMA, decay=3.0,
+    m = _quiet(fn, Xtr, ytr, step=eta0, T0=_t0_for(budget, n), prox_gamma=GAMMA, decay=3.0,
                growth=3.0, max_epochs=int(math.ceil(budget)), tol=0.0, lam=lam, seed=0,
                callback=tr)
     wall = time.perf_counter() - t - tr.spent
@@ -277,7 +277,7 @@ def run_ppd(kind, Xtr, ytr, Xev, yev, eta0, lam, budget):
 def run_solam(Xtr, ytr, Xev, yev, zeta, R, budget):
     tr = Tracker(Xev, yev)
     t = time.perf_counter()
-    m = _quiet(dualsolve.train_solam, Xtr, ytr, zeta=zeta, R=R, lam=0.0,
+    m = _quiet(dualsolve.train_solam, Xtr, ytr, step=zeta, R=R, lam=0.0,
                max_epochs=int(round(budget)), tol=0.0, seed=0, callback=tr)
     wall = time.perf_counter() - t - tr.spent
     return dict(epochs=[float(e) for e in tr.epoch], seconds=tr.time, auc=tr.auc, wall=wall,
@@ -288,7 +288,7 @@ def run_pga(Xtr, ytr, Xev, yev, eta0, lam, budget):
     """PGA, stage-wise with T_k = T0 k^2 steps, 5 stages filling the budget."""
     n = Xtr.shape[0]
     K = 5
-    kw = dict(eta0=eta0, seed=0, prox_gamma=GAMMA, lam=lam, tol=0.0,
+    kw = dict(step=eta0, seed=0, prox_gamma=GAMMA, lam=lam, tol=0.0,
               max_epochs=int(math.ceil(budget)),
               T0=max(1, int(math.ceil(budget * n / sum(k * k for k in range(1, K + 1))))))
     tr = Tracker(Xev, yev)
@@ -433,7 +433,7 @@ def run_dataset(name, budget, quick):
 
 # ------------------------------------------------------------------ cost ---
 
-COST_SETTINGS = dict(eta0=0.1, prox_gamma=GAMMA, lam=1e-5, seed=0)
+COST_SETTINGS = dict(step=0.1, prox_gamma=GAMMA, lam=1e-5, seed=0)
 
 
 def ppd_sg_run_seconds(X, y, epochs):
@@ -483,13 +483,13 @@ def measure_cost(pairs=5):
     # dense parts (gamma = None, lam = 0: nothing to catch up lazily), PPD-AdaGrad, and SOLAM
     # (its epochs include its own per-epoch objective pass)
     runs = {"ppd_sg_no_prox_no_l2": lambda E: _quiet(
-                dualsolve.train_ppd_sg, X, y, T0=E * n + 1, max_epochs=E, tol=0.0, eta0=0.1,
+                dualsolve.train_ppd_sg, X, y, T0=E * n + 1, max_epochs=E, tol=0.0, step=0.1,
                 prox_gamma=None, lam=0.0, seed=0),
             "ppd_adagrad": lambda E: _quiet(
                 dualsolve.train_ppd_adagrad, X, y, T0=E * n + 1, max_epochs=E, tol=0.0,
-                eta0=0.3, prox_gamma=GAMMA, lam=1e-5, seed=0),
+                step=0.3, prox_gamma=GAMMA, lam=1e-5, seed=0),
             "solam": lambda E: _quiet(dualsolve.train_solam, X, y, max_epochs=E, tol=0.0,
-                                      lam=0.0, zeta=0.1, R=10.0, seed=0)}
+                                      lam=0.0, step=0.1, R=10.0, seed=0)}
     out["other_ratios"] = {}
     for key, fn in runs.items():
         r = []

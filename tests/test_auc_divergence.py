@@ -20,11 +20,11 @@ def _mammography():
 
 @pytest.mark.parametrize("train", [ds.train_ppd_sg, ds.train_pga])
 def test_divergence_stops_with_a_warning(train):
-    """(PPD-AdaGrad moves a coordinate by at most eta0 G / (delta + ||g||) <= eta0 sqrt(t) in
-    t steps: it does not blow up even at eta0 = 100; SOLAM's iterates stay in its balls.)"""
+    """(PPD-AdaGrad moves a coordinate by at most step G / (delta + ||g||) <= step sqrt(t) in
+    t steps: it does not blow up even at step = 100; SOLAM's iterates stay in its balls.)"""
     X, y = _mammography()
-    with pytest.warns(ConvergenceWarning, match="diverged at epoch .*decrease eta0"):
-        m = train(X, y, eta0=1.0, prox_gamma=1e3, lam=1e-5, max_epochs=50)
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch .*decrease step"):
+        m = train(X, y, step=1.0, prox_gamma=1e3, lam=1e-5, max_epochs=50)
     assert m.stop_reason == "diverged" and not m.converged
     pq = (y > 0).mean() * (1 - (y > 0).mean())
     last = m.history["primal"][-1]
@@ -37,7 +37,7 @@ def test_stable_step_gives_no_divergence(train):
     X, y = _mammography()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = train(X, y, eta0=0.05, prox_gamma=1e3, lam=1e-5, max_epochs=13)
+        m = train(X, y, step=0.05, prox_gamma=1e3, lam=1e-5, max_epochs=13)
     assert not [w for w in caught if "diverged" in str(w.message)]
     assert m.stop_reason in ("converged", "max_epochs")
     J = m.history["primal"]

@@ -125,7 +125,7 @@ def test_twin_float32_online_p_and_noncanonical_input():
     # non-canonical CSR (each entry split in two halves, reversed order): summed in a copy
     Xc = X.astype(np.float64).tocsr()
     Xraw = twins.split_entries(Xc)
-    kw = dict(eta0=0.1, T0=40, prox_gamma=5.0, max_epochs=2, tol=0.0, lam=0.01, R1=0.4,
+    kw = dict(step=0.1, T0=40, prox_gamma=5.0, max_epochs=2, tol=0.0, lam=0.01, R1=0.4,
               seed=3)
     with pytest.warns(UserWarning, match="duplicate"):
         m2 = train_pga(Xraw, y, **kw)
@@ -146,7 +146,7 @@ def test_converges_to_closed_form_optimum():
     auc_star = auc_score(yt, Xt @ o.coef)
     # T0 = 500: 6 stages of 500 k^2 steps = 11.4 epochs of n = 4000 (12: the 6th runs to
     # the end of the budget)
-    kw = dict(eta0=0.05, T0=500, max_epochs=12, tol=0.0, prox_gamma=100.0, lam=lam, seed=0)
+    kw = dict(step=0.05, T0=500, max_epochs=12, tol=0.0, prox_gamma=100.0, lam=lam, seed=0)
     m = quiet(train_pga, X, y, eval_set=(Xt, yt), **kw)
     _, J = auc_surrogate_objective(X, y, m.coef, lam)
     assert J >= J_star - 1e-12
@@ -183,7 +183,7 @@ def test_schedule_bookkeeping_and_the_stage_returned():
     X, y = random_csr(3)                           # n = 300: epochs of 150 steps (B = 2)
     seen = []
     cb = lambda info: seen.append((info["epoch"], info["coef"].copy(), info["primal"]))
-    m = quiet(train_pga, X, y, eta0=0.09, T0=7, prox_gamma=10.0, batch_size=2, max_epochs=2,
+    m = quiet(train_pga, X, y, step=0.09, T0=7, prox_gamma=10.0, batch_size=2, max_epochs=2,
               tol=0.0, seed=1, callback=cb)
     # T0 k^2 steps: 7, 28, 63, 112, 175; the budget is 300 steps, so the 4th runs to its end
     assert m.params["stage_lengths"] == [7, 28, 63, 202]
@@ -199,7 +199,7 @@ def test_schedule_bookkeeping_and_the_stage_returned():
     # steps: a run whose budget ends at a stage gives that stage's average, which is how
     # Algorithm 1's output, the average of a uniformly drawn stage tau, is obtained)
     seen.clear()
-    ms = quiet(train_pga, X, y, eta0=0.09, T0=7, prox_gamma=10.0, batch_size=2, max_epochs=3,
+    ms = quiet(train_pga, X, y, step=0.09, T0=7, prox_gamma=10.0, batch_size=2, max_epochs=3,
                tol=0.0, lam=0.0, seed=1, callback=lambda info: cb(info) or info["epoch"] >= 2)
     np.testing.assert_array_equal(ms.coef, seen[2][1])
     np.testing.assert_array_equal(ms.coef, w)          # = the engine's 4-stage run
@@ -222,7 +222,7 @@ def test_ctrl_c_in_callback_propagates():
 
 def test_determinism_and_invariances():
     X, y = random_csr(5)
-    kw = dict(eta0=0.1, T0=40, max_epochs=2, tol=0.0, prox_gamma=10.0, lam=0.01, R1=0.5,
+    kw = dict(step=0.1, T0=40, max_epochs=2, tol=0.0, prox_gamma=10.0, lam=0.01, R1=0.5,
               seed=9)
     train = lambda *a, **k: quiet(train_pga, *a, **k)
     m1 = train(X, y, **kw)
@@ -250,8 +250,10 @@ def test_errors():
         train_pga(X, np.ones(60))
     with pytest.raises(ValueError, match="y has 59 labels"):
         train_pga(X, y[:59])
-    with pytest.raises(ValueError, match="eta0 must be None or a real number in \\(0, inf\\)"):
-        train_pga(X, y, eta0=-0.1)
+    with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):
+        train_pga(X, y, step=-0.1)
+    with pytest.raises(TypeError, match="eta0"):
+        train_pga(X, y, eta0=0.1)                      # the step is step
     with pytest.raises(ValueError, match="T0 must be None or an integer in \\[1, inf\\)"):
         train_pga(X, y, T0=0)
     with pytest.raises(ValueError, match="prox_gamma must be None or a real number"):
@@ -272,8 +274,8 @@ def test_errors():
         train_pga(X, y, batch_size=0)
     with pytest.raises(ValueError, match="p must be None or a real number in \\(0, 1\\)"):
         train_pga(X, y, p=1.0)
-    with pytest.raises(ValueError, match="eta0 \\* \\(lam \\+ 1/prox_gamma\\)"):
-        train_pga(X, y, eta0=0.5, prox_gamma=1.0, lam=1.0)
+    with pytest.raises(ValueError, match="step \\* \\(lam \\+ 1/prox_gamma\\)"):
+        train_pga(X, y, step=0.5, prox_gamma=1.0, lam=1.0)
     with pytest.raises(ValueError, match="X contains NaN"):
         Xn = X.copy()
         Xn.data[0] = np.nan

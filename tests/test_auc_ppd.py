@@ -159,7 +159,7 @@ def test_twin_float32_noncanonical_online_minibatch_reset(method):
     # non-canonical CSR (duplicates split in two halves, unsorted): summed in a copy
     Xc = X.astype(np.float64).tocsr()
     Xraw = twins.split_entries(Xc)
-    kw = dict(eta0=0.1, T0=50, prox_gamma=5.0, max_epochs=2, tol=0.0, lam=0.01, seed=3)
+    kw = dict(step=0.1, T0=50, prox_gamma=5.0, max_epochs=2, tol=0.0, lam=0.01, seed=3)
     with pytest.warns(UserWarning, match="duplicate"):
         m2 = SOLVERS[method](Xraw, y, **kw)
     m3 = quiet(SOLVERS[method], Xc, y, **kw)
@@ -200,7 +200,7 @@ def test_public_call_runs_the_engine_the_twins_check():
     X, y = random_csr(5)
     for method in ("sg", "adagrad"):
         # T0 = 76: stages of 75 and 225 steps fill the epoch of n = 300 steps
-        m = quiet(SOLVERS[method], X, y, eta0=0.1, T0=76, decay=3.0, max_epochs=1, tol=0.0,
+        m = quiet(SOLVERS[method], X, y, step=0.1, T0=76, decay=3.0, max_epochs=1, tol=0.0,
                   lam=0.0)
         w, r, drawn, etas, Ts = run_engine(X, y, method, K=2, eta0=0.1, T0=76, seed=0,
                                            delta=1e-2)
@@ -249,8 +249,8 @@ def t5():
 
 
 @pytest.mark.parametrize("method,kw,bound", [
-    ("sg", dict(eta0=0.05), 5e-3),
-    ("adagrad", dict(eta0=0.5, delta=1e-2), 1e-2)])
+    ("sg", dict(step=0.05), 5e-3),
+    ("adagrad", dict(step=0.5, delta=1e-2), 1e-2)])
 def test_converges_to_closed_form_optimum(t5, method, kw, bound):
     """The paper's schedule (decay = growth = 3, T0 = 500, 6 stages = 45.4 epochs; a budget
     of 46 epochs: the 6th stage runs to its end)."""
@@ -292,7 +292,7 @@ def test_objective_descends_across_stages(t5):
     ends = [0, 1, 4, 13, 40, 121]
     H = []
     for s in range(5):
-        m = quiet(train_ppd_sg, X, y, eta0=0.05, T0=X.shape[0] + 1, decay=3.0, max_epochs=121,
+        m = quiet(train_ppd_sg, X, y, step=0.05, T0=X.shape[0] + 1, decay=3.0, max_epochs=121,
                   tol=0.0, prox_gamma=100.0, lam=lam, seed=s)
         assert np.flatnonzero(np.isfinite(m.history["primal"])).tolist() == ends
         H.append(m.history["primal"][ends[1:]])
@@ -332,7 +332,7 @@ def test_sparse_imbalanced_vs_oracle_and_sklearn():
     o = auc_surrogate_optimum(X, y, lam)
     auc_star = auc_score(yt, Xt @ o.coef)
     # the paper's schedule: T0 = 2500, 5 stages = 60.5 epochs (61: the 5th runs to the end)
-    m = quiet(train_ppd_sg, X, y, eta0=0.5, T0=2500, decay=3.0, max_epochs=61, tol=0.0,
+    m = quiet(train_ppd_sg, X, y, step=0.5, T0=2500, decay=3.0, max_epochs=61, tol=0.0,
               prox_gamma=1e3, lam=lam, seed=0)
     auc = auc_score(yt, Xt @ m.coef)
     assert auc >= auc_star - 0.005
@@ -358,7 +358,7 @@ def test_stage_bookkeeping_and_schedule():
     for method in ("sg", "adagrad"):
         seen = []
         cb = lambda info: seen.append((info["epoch"], info["coef"].copy(), info["primal"]))
-        m = quiet(SOLVERS[method], X, y, eta0=0.09, T0=7, decay=3.0, prox_gamma=10.0,
+        m = quiet(SOLVERS[method], X, y, step=0.09, T0=7, decay=3.0, prox_gamma=10.0,
                   max_epochs=2, tol=0.0, seed=1, callback=cb)
         # stage k makes round(6 3^(k-1)) steps: 6, 18, 54, 162, 486; the budget is 600
         # steps, so the 4th stage runs to its end (522 steps: a 5th would not fit)
@@ -382,9 +382,9 @@ def test_stage_bookkeeping_and_schedule():
     w, r, drawn, _, _ = run_engine(X, y, "sg", K=2, eta0=0.09, T0=7, seed=1, alpha_batch=40,
                                    batch_size=2)
     assert r["n_samples"] == len(drawn) >= 2 * (6 + 18) + 40 + 120
-    # eta0 (lam + 1/prox_gamma) >= 1 is rejected
-    with pytest.raises(ValueError, match="eta0"):
-        train_ppd_sg(X, y, eta0=0.5, prox_gamma=1.0, lam=1.0)
+    # step (lam + 1/prox_gamma) >= 1 is rejected
+    with pytest.raises(ValueError, match="step \\* \\(lam"):
+        train_ppd_sg(X, y, step=0.5, prox_gamma=1.0, lam=1.0)
 
 
 def test_single_stage_no_prox_is_plain_primal_dual_sgd():
@@ -432,7 +432,7 @@ def test_online_p_estimate():
 @pytest.mark.parametrize("method", ["sg", "adagrad"])
 def test_invariances(method):
     X, y = random_csr(5)
-    kw = dict(eta0=0.1, T0=40, max_epochs=1, tol=0.0, prox_gamma=10.0, lam=0.01, seed=9)
+    kw = dict(step=0.1, T0=40, max_epochs=1, tol=0.0, prox_gamma=10.0, lam=0.01, seed=9)
     f = lambda *a, **k: quiet(SOLVERS[method], *a, **k)
     m1 = f(X, y, **kw)
     m2 = f(X, y, **kw)
@@ -459,8 +459,10 @@ def test_errors(method):
         f(X, np.arange(60) % 3)
     with pytest.raises(ValueError, match="y has 59 labels"):
         f(X, y[:59])
-    with pytest.raises(ValueError, match="eta0 must be None or a real number in \\(0, inf\\)"):
-        f(X, y, eta0=0.0)
+    with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):
+        f(X, y, step=0.0)
+    with pytest.raises(TypeError, match="eta0"):
+        f(X, y, eta0=0.1)                             # the step is step
     with pytest.raises(ValueError, match="prox_gamma must be None or a real number"):
         f(X, y, prox_gamma=-1.0)
     with pytest.raises(ValueError, match="p must be None or a real number in \\(0, 1\\) or "

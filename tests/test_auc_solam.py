@@ -64,7 +64,7 @@ def test_lazy_equals_dense_twin(zeta, R, lam, dtype):
     assert r["p_hat"] == pytest.approx(p, rel=1e-14)
     assert r["n_epochs"] == 3
     # the public call runs the same engine
-    m = quiet(train_solam, X, y, zeta=zeta, R=R, lam=lam, max_epochs=3, tol=0.0, seed=4)
+    m = quiet(train_solam, X, y, step=zeta, R=R, lam=lam, max_epochs=3, tol=0.0, seed=4)
     np.testing.assert_array_equal(m.coef, w_run)
     assert m.n_epochs == 3 and len(m.history) == 4
 
@@ -74,10 +74,10 @@ def test_solam_auc_near_oracle():
     Xt, yt = gaussian_problem(1, 20000)
     o = auc_surrogate_optimum(X, y, 1e-4)
     # SOLAM as published (no L2 term), 5 epochs
-    m = quiet(train_solam, X, y, zeta=0.1, R=10.0, lam=0.0, max_epochs=5, tol=0.0, seed=0,
+    m = quiet(train_solam, X, y, step=0.1, R=10.0, lam=0.0, max_epochs=5, tol=0.0, seed=0,
               eval_set=(Xt, yt))
     assert m.history["val_auc"][-1] >= auc_score(yt, Xt @ o.coef) - 0.01
-    # the defaults (the oracle's lam): a data-scaled zeta, the ball that holds the optimum
+    # the defaults (the oracle's lam): a data-scaled step, the ball that holds the optimum
     md = quiet(train_solam, X, y, lam=1e-4, eval_set=(Xt, yt))
     assert md.params["R"] == pytest.approx(np.sqrt(2 * 0.1 * 0.9 / 1e-4), rel=0.1)
     assert md.history["val_auc"][-1] >= auc_score(yt, Xt @ o.coef) - 0.01
@@ -87,12 +87,14 @@ def test_solam_errors_and_determinism():
     X, y = random_csr(9, n=80, d=6)
     with pytest.raises(ValueError, match="y has a single class"):
         train_solam(X, np.zeros(80))
-    with pytest.raises(ValueError, match="zeta must be None or a real number in \\(0, inf\\)"):
-        train_solam(X, y, zeta=0)
+    with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):
+        train_solam(X, y, step=0)
     with pytest.raises(ValueError, match="R must be None or a real number in \\(0, inf\\)"):
         train_solam(X, y, R=-1.0)
-    with pytest.raises(ValueError, match="zeta \\* lam"):
-        train_solam(X, y, zeta=10.0, lam=0.5)
+    with pytest.raises(ValueError, match="step \\* lam"):
+        train_solam(X, y, step=10.0, lam=0.5)
+    with pytest.raises(TypeError, match="zeta"):
+        train_solam(X, y, zeta=1.0)                    # the step is step
     with pytest.raises(TypeError, match="n_epochs"):
         train_solam(X, y, n_epochs=5)                  # the budget is max_epochs
     np.testing.assert_array_equal(quiet(train_solam, X, y, seed=1).coef,

@@ -128,7 +128,7 @@ def test_cimported_ppd_run_gives_the_same_w(embed_module, problem, method):
             X.data, X.indices, X.indptr, X.shape[1], y, method, lam, decay, tol, max_epochs, 5)
         from dualsolve._core import status as st
         assert status == {"converged": st.CONVERGED, "max_epochs": st.MAX_EPOCHS}[m.stop_reason]
-        assert n_epochs == m.n_epochs and eta0 == m.params["eta0"]
+        assert n_epochs == m.n_epochs and eta0 == m.params["step"]
         np.testing.assert_array_equal(w, m.coef)
         assert primal == m.history["primal"][-1] and measure == m.history["gap"][-1]
 

@@ -54,8 +54,8 @@ _CERTIFICATE = """
 """
 
 _STAGES = """
-    Stages k = 1, 2, ...: step ``eta_k = eta0 / decay^(k-1)`` and ``round((T0 - 1)
-    growth^(k-1))`` steps, i.e. ``T_k`` iterates counting the start (with the default T0,
+    Stages k = 1, 2, ...: step size ``eta_k = step / decay^(k-1)`` (the paper's eta_0 is
+    ``step``) and ``round((T0 - 1) growth^(k-1))`` steps, i.e. ``T_k`` iterates counting the start (with the default T0,
     stage k lasts growth^(k-1) epochs; the paper's T_k = T0 growth^(k-1) grows the
     iterates, here the steps). Stage k starts at and is pulled toward its reference point
     ``v0 = (wbar_{k-1}, abar_{k-1}, bbar_{k-1})`` by the proximal term
@@ -108,7 +108,10 @@ _COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
         stabilises, and it slows progress in the directions whose curvature is below
         1/prox_gamma).
     decay, growth : float >= 1
-        Step-size decay and stage-length growth per stage (the paper: 3 and 3).
+        Step-size decay and stage-length growth per stage (the paper's experiments: 3 and
+        3). Default decay 1 for PPD-SG: constant steps with stage averages (the linear
+        model's saddle problem is a linear stochastic recursion, so averaging removes the
+        noise, Polyak-Juditsky, and a decaying step would only slow the bias down).
     batch_size : int >= 1
         Samples (drawn uniformly with replacement) per step; the gradient is their mean,
         all evaluated at the same point.
@@ -132,7 +135,7 @@ _RETURNS = """
     Returns
     -------
     Model
-        ``coef`` = the last stage's average wbar; ``params`` holds the settings (``eta0``
+        ``coef`` = the last stage's average wbar; ``params`` holds the settings (``step``
         and ``T0`` as used, defaults resolved), ``saddle_a``, ``saddle_b``,
         ``saddle_alpha`` (abar, bbar, alphabar of the returned stage), ``n_stages``, the
         per-stage ``etas`` and ``stage_lengths`` (T_k), ``n_steps``, ``n_samples`` (all
@@ -230,11 +233,11 @@ def stage_plan(method, k, eta0, T0, decay=3.0, growth=3.0):
 def _ppd_engine(method):
     def engine(p, o, mon):
         inv_gamma = 0.0 if o["prox_gamma"] is None else 1.0 / o["prox_gamma"]
-        eta0 = o["eta0"]
+        eta0 = o["step"]
         if method != "adagrad" and eta0 is not None and eta0 * (p.lam + inv_gamma) >= 1.0:
-            raise ValueError(f"eta0 * (lam + 1/prox_gamma) = {eta0 * (p.lam + inv_gamma):.6g} "
+            raise ValueError(f"step * (lam + 1/prox_gamma) = {eta0 * (p.lam + inv_gamma):.6g} "
                              "must be < 1 (the pull toward the reference point would "
-                             "overshoot); lower eta0 or raise prox_gamma")
+                             "overshoot); lower step or raise prox_gamma")
         w, ctx, info = _start(p, o, mon)
         Xc = p.X
         if eta0 is None:
@@ -264,7 +267,7 @@ def _ppd_engine(method):
         steps = [int(s) for _, s in plan[:-1]] + ([r["last_stage_steps"]] if K else [])
         if not pga:
             info["decay"] = decay
-        info.update(eta0=r["eta0"], T0=int(r["T0"]), n_stages=K, etas=[e for e, _ in plan],
+        info.update(step=r["eta0"], T0=int(r["T0"]), n_stages=K, etas=[e for e, _ in plan],
                     stage_lengths=steps if pga else [s + 1 for s in steps],
                     n_steps=r["n_steps"], n_samples=r["n_samples"], p_used=r["p"],
                     pq_used=r["pq"], saddle_a=r["a"], saddle_b=r["b"], saddle_alpha=r["alpha"])
@@ -280,17 +283,17 @@ def _solam_engine(p, o, mon):
         # the ball then holds the minimiser of J: J(w*) <= J(0) = 0 and P_n >= 0 give
         # (lam/2) ||w*||^2 <= p(1-p)
         R = math.sqrt(2.0 * _pq(p.y) / p.lam) if p.lam > 0 else math.inf
-    zeta = o["zeta"]
+    zeta = o["step"]
     if zeta is None:
         zeta = _ppd.default_step(Xc.data, _indptr(Xc), p.y, "solam")
         zeta = min(zeta, 0.5 / p.lam) if p.lam > 0 else zeta
     elif zeta * p.lam >= 1.0:
-        raise ValueError(f"zeta * lam = {zeta * p.lam:.6g} must be < 1 (the first step's L2 "
-                         "shrink would overshoot); lower zeta")
+        raise ValueError(f"step * lam = {zeta * p.lam:.6g} must be < 1 (the first step's L2 "
+                         "shrink would overshoot); lower step")
     w, ctx, info = _start(p, o, mon)
     r = _solam.solve(Xc.data, Xc.indices, _indptr(Xc), p.d, p.y, w, zeta=zeta, R=R,
                      lam=p.lam, tol=p.tol, max_epochs=p.max_epochs, seed=p.seed, mon=ctx)
-    info.update(zeta=r["zeta"], R=R, kappa=r["kappa"], n_steps=r["n_steps"],
+    info.update(step=r["zeta"], R=R, kappa=r["kappa"], n_steps=r["n_steps"],
                 n_samples=r["n_steps"], p_used=r["p_hat"], saddle_a=r["a"],
                 saddle_b=r["b"], saddle_alpha=r["alpha"])
     return Result(r["status"], r["n_epochs"], coef=w, measure=r["measure"],
@@ -302,7 +305,7 @@ def _solam_engine(p, o, mon):
 
 
 def train_ppd_sg(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                 verbose=0, callback=None, warm_start=None, eta0=None, T0=None,
+                 verbose=0, callback=None, warm_start=None, step=None, T0=None,
                  prox_gamma=None, decay=1.0, growth=3.0, batch_size=1, p=None,
                  alpha_reset="full", alpha_batch=256, eval_set=None):
     return fit(PPD_SG, locals())
@@ -319,17 +322,17 @@ train_ppd_sg.__doc__ = """Stochastic AUC maximisation by PPD-SG, the proximal pr
 """ + _CERTIFICATE + """
     Parameters
     ----------
-""" + _COMMON_PARAMS + """    eta0 : float > 0, optional
-        Step size of stage 1. Default ``1 / L``, ``L = 2 ((1-p) mean_+(||x||^2 + 1) +
-        p mean_-(||x||^2 + 1))`` the class-balanced smoothness of F (a sample of class +1
-        has curvature ``2 (1-p) (||x||^2 + 1)`` in (w, a, alpha), of class -1 ``2 p
-        (...)``), so that the default scales with the data; at most ``0.5 / (lam +
-        1/prox_gamma)``. Requires ``eta0 (lam + 1/prox_gamma) < 1``.
+""" + _COMMON_PARAMS + """    step : float > 0, optional
+        Step size of stage 1 (the paper's eta_0). Default ``1 / L`` with ``L = max_i 2 c_i
+        (||x_i||^2 + 1)``, ``c_i = 1 - p`` for a positive row and p for a negative one: the
+        largest per-sample curvature of F (in (w, a, alpha)), so that the default scales
+        with the data and is stable on every row; at most ``0.5 / (lam + 1/prox_gamma)``.
+        Requires ``step (lam + 1/prox_gamma) < 1``.
 """ + _RETURNS
 
 
 def train_ppd_adagrad(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                      verbose=0, callback=None, warm_start=None, eta0=None, T0=None,
+                      verbose=0, callback=None, warm_start=None, step=None, T0=None,
                       prox_gamma=None, decay=None, growth=3.0, delta=1e-2, batch_size=1,
                       p=None, alpha_reset="full", alpha_batch=256, eval_set=None):
     return fit(PPD_ADAGRAD, locals())
@@ -353,23 +356,28 @@ train_ppd_adagrad.__doc__ = """Stochastic AUC maximisation by PPD-AdaGrad (Algor
 """ + _CERTIFICATE + """
     Parameters
     ----------
-""" + _COMMON_PARAMS + """    eta0 : float > 0, optional
-        Step size of stage 1. Default ``1 / sqrt(L)`` with L as in ``train_ppd_sg``
-        (AdaGrad divides the step by the root of the summed squared gradients, which
-        scales like the rows).
+""" + _COMMON_PARAMS + """    step : float > 0, optional
+        Step size of stage 1 (the paper's eta_0). Default ``4 / sqrt(L)`` with L as in
+        ``train_ppd_sg``: AdaGrad divides the step by the root of the summed squared
+        gradients, which scale like the rows, so ``1 / sqrt(L)`` makes the step invariant
+        to a rescaling of X.
+    decay : float >= 1 or None
+        Step-size decay per stage; default None: ``sqrt(growth)`` (Theorem 3 of the paper
+        keeps ``eta_k M_k`` constant with stage lengths ``T_k ~ M_k^2``: AdaGrad's own
+        scaling already falls as 1/sqrt(t); with decay = growth the stages stall).
     delta : float > 0
         Offset of the AdaGrad scaling ``H = delta I + diag(s)``.
 """ + _RETURNS
 
 
 def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-              verbose=0, callback=None, warm_start=None, eta0=None, T0=None, prox_gamma=None,
+              verbose=0, callback=None, warm_start=None, step=None, T0=None, prox_gamma=None,
               R1=None, R2=None, batch_size=1, p=None, eval_set=None):
     """Stochastic AUC maximisation by PGA, the proximally guided stochastic primal-dual
     method of Rafique, Liu, Lin & Yang (2018) as run by Liu et al. (2020, Algorithm 1): the
     paper's baseline for PPD-SG.
     {objective}
-    Stages k = 1, 2, ... with the polynomial schedule of Algorithm 1, ``eta_k = eta0 / k``
+    Stages k = 1, 2, ... with the polynomial schedule of Algorithm 1, ``eta_k = step / k``
     and ``T_k = T0 k^2`` steps. Stage k starts at its reference point
     ``v0 = vbar_{{k-1}} = (wbar_{{k-1}}, abar_{{k-1}}, bbar_{{k-1}})`` and ``alphabar_{{k-1}}``
     (k = 1: w = 0 or the warm start, a, b, alpha at their maximisers for it) and makes T_k
@@ -421,9 +429,9 @@ def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=
     ----------
     X, y, loss, lam, tol, max_epochs, seed, verbose, callback, warm_start, prox_gamma,
     batch_size, p, eval_set : as in ``train_ppd_sg``
-    eta0 : float > 0, optional
-        Step size of stage 1 (stage k: eta0 / k); default as in ``train_ppd_sg``.
-        Requires ``eta0 (lam + 1/prox_gamma) < 1``.
+    step : float > 0, optional
+        Step size of stage 1 (stage k: step / k; the paper's eta_0); default as in
+        ``train_ppd_sg``. Requires ``step (lam + 1/prox_gamma) < 1``.
     T0 : int >= 1, optional
         Steps of stage 1 (stage k: T0 k^2 steps of ``batch_size`` samples); default one
         epoch, ``ceil(n / batch_size)``.
@@ -436,7 +444,7 @@ def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=
     -------
     Model
         ``coef`` = the last stage's wbar; ``params`` holds its ``saddle_a``, ``saddle_b``,
-        ``saddle_alpha`` (stage averages), the settings (``eta0``, ``T0`` as used),
+        ``saddle_alpha`` (stage averages), the settings (``step``, ``T0`` as used),
         ``n_stages``, ``etas`` and ``stage_lengths`` (T_k: steps, and iterates averaged),
         ``n_steps``, ``n_samples``, ``p_used``; ``history`` as in ``train_ppd_sg`` (gap:
         the certificate above).
@@ -448,7 +456,7 @@ train_pga.__doc__ = train_pga.__doc__.format(objective=_OBJECTIVE)
 
 
 def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                verbose=0, callback=None, warm_start=None, zeta=None, R=None, eval_set=None):
+                verbose=0, callback=None, warm_start=None, step=None, R=None, eval_set=None):
     """Stochastic online AUC maximisation, SOLAM (Ying, Wen & Lyu 2016; the "OAUC" baseline
     of Liu et al. 2020).
 
@@ -462,7 +470,7 @@ def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, see
     the pairwise square loss, p = n+/n). Step t on a row drawn uniformly with replacement,
     from the start (zeros, or the warm start projected onto the ball)::
 
-        p_t = ((t-1) p_{t-1} + I[y=+1]) / t,        gamma_t = zeta / sqrt(t)
+        p_t = ((t-1) p_{t-1} + I[y=+1]) / t,        gamma_t = step / sqrt(t)
         w <- Proj((1 - gamma_t lam) w - gamma_t grad_w F),  (a, b) <- clip((a, b) - gamma_t grad F)
         alpha <- clip(alpha + gamma_t dF/dalpha)
 
@@ -482,10 +490,11 @@ def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, see
         ``train_ppd_sg`` (epoch = n steps)
     max_epochs : int >= 0
         Budget in epochs of n steps; history has one row per epoch.
-    zeta : float > 0, optional
-        Step-size constant (the reference code's grid: 1, 10, 19, ..., 100, for rows of
-        norm about 1). Default: ``train_ppd_sg``'s default eta0, ``1 / L`` (at most
-        ``0.5 / lam``), which scales with the data. Requires ``zeta lam < 1``.
+    step : float > 0, optional
+        Step size of the first sample, step t is ``step / sqrt(t)`` (the paper's zeta; the
+        reference code's grid: 1, 10, 19, ..., 100, for rows of norm about 1). Default
+        ``16 / L``, L as in ``train_ppd_sg`` (at most ``0.5 / lam``), which scales with the
+        data. Requires ``step lam < 1``.
     R : float > 0, optional
         Radius of the ball on w. Default ``sqrt(2 p(1-p) / lam)``, which holds the
         minimiser of J (``J(w*) <= J(0) = 0`` gives ``(lam/2)||w*||^2 <= p(1-p)``), so the
@@ -496,7 +505,7 @@ def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, see
     Model
         ``coef`` = the averaged w; ``params``: ``saddle_a``, ``saddle_b``,
         ``saddle_alpha`` (averaged), ``p_used`` (the final running estimate of p),
-        ``kappa``, ``zeta`` and ``R`` as used, the settings; ``history`` as in
+        ``kappa``, ``step`` and ``R`` as used, the settings; ``history`` as in
         ``train_ppd_sg`` (one row per epoch).
     """
     return fit(SOLAM, locals())
@@ -509,13 +518,13 @@ _POSITIVE = [Interval(Real, 0, None, closed="neither")]
 _STEP = [None] + _POSITIVE
 _P = [None, Interval(Real, 0, 1, closed="neither"), Options("online")]
 _EVAL_SET = [None, Anything("a pair (X_val, y_val)")]
-_PPD_PARAMS = dict(eta0=_STEP, T0=[None, Interval(Integral, 2, None)], prox_gamma=_STEP,
+_PPD_PARAMS = dict(step=_STEP, T0=[None, Interval(Integral, 2, None)], prox_gamma=_STEP,
                    decay=[Interval(Real, 1, None)], growth=[Interval(Real, 1, None)],
                    batch_size=[Interval(Integral, 1, None)], p=_P,
                    alpha_reset=[Options("full", "minibatch")],
                    alpha_batch=[Interval(Integral, 1, None)], eval_set=_EVAL_SET)
-_J_CERTIFICATE = ("||grad J(w)||^2 / (2 lam) <= tol * p(1-p) at a stage end, which bounds "
-                  "J(w) - min J (lam-strong convexity)")
+_J_CERTIFICATE = ("g.g / (2 lam) <= tol * p(1-p), g = grad J(wbar), at a stage end (it bounds "
+                  "J(wbar) - min J: J is lam-strongly convex)")
 _COMMON = dict(family="auc", losses=("squared",), label_task=lambda loss, args: "binary",
                history=HISTORY, lam_zero=True, liblinear_c=False, unevaluated_nan=True,
                watch_growth=True, objective_scale=lambda prob: _pq(prob.y))
@@ -524,7 +533,7 @@ PPD_SG = register(Solver(
     name="ppd_sg",
     summary="PPD-SG: stagewise proximal primal-dual SGD on the square-loss AUC surrogate",
     params=_PPD_PARAMS, certificate=_J_CERTIFICATE, engine=_ppd_engine("sg"),
-    diverge_hint="decrease eta0 (its default, None, scales with the rows)", **_COMMON))
+    diverge_hint="decrease step (its default, None, scales with the rows)", **_COMMON))
 
 PPD_ADAGRAD = register(Solver(
     name="ppd_adagrad",
@@ -532,25 +541,25 @@ PPD_ADAGRAD = register(Solver(
     params=dict(_PPD_PARAMS, delta=_POSITIVE, decay=[None, Interval(Real, 1, None)]),
     certificate=_J_CERTIFICATE,
     engine=_ppd_engine("adagrad"),
-    diverge_hint="decrease eta0 (its default, None, scales with the rows) or raise delta",
+    diverge_hint="decrease step (its default, None, scales with the rows) or raise delta",
     **_COMMON))
 
 PGA = register(Solver(
     name="pga",
     summary="PGA: proximally guided stochastic primal-dual baseline (polynomial stages)",
-    params=dict(eta0=_STEP, T0=[None, Interval(Integral, 1, None)], prox_gamma=_STEP,
+    params=dict(step=_STEP, T0=[None, Interval(Integral, 1, None)], prox_gamma=_STEP,
                 R1=_STEP, R2=_STEP, batch_size=[Interval(Integral, 1, None)], p=_P,
                 eval_set=_EVAL_SET),
-    certificate=(_J_CERTIFICATE + "; with R1: the Frank-Wolfe gap of phi over the R1-ball "
-                 "<= tol * p(1-p)"),
+    certificate=(_J_CERTIFICATE + "; with R1: the Frank-Wolfe gap g.v + R1 sqrt(g.g) of its "
+                 "ball-constrained problem, g = grad phi(vbar), v = (w, a, b)"),
     engine=_ppd_engine("pga"),
-    diverge_hint="decrease eta0 (its default, None, scales with the rows)", **_COMMON))
+    diverge_hint="decrease step (its default, None, scales with the rows)", **_COMMON))
 
 SOLAM = register(Solver(
     name="solam",
-    summary="SOLAM: projected primal-dual SGD with steps zeta/sqrt(t), averaged (baseline)",
-    params=dict(zeta=_STEP, R=_STEP, eval_set=_EVAL_SET),
-    certificate=("min(||grad J||^2 / (2 lam), Frank-Wolfe gap over ||w|| <= R) <= "
-                 "tol * p(1-p) after an epoch, which bounds J(w) - min_{||u|| <= R} J"),
+    summary="SOLAM: projected primal-dual SGD with steps step/sqrt(t), averaged (baseline)",
+    params=dict(step=_STEP, R=_STEP, eval_set=_EVAL_SET),
+    certificate=("min(g.g / (2 lam), g.wbar + R sqrt(g.g)) <= tol * p(1-p), g = grad J(wbar), "
+                 "after an epoch (it bounds J(wbar) - min J over the R-ball)"),
     engine=_solam_engine,
-    diverge_hint="decrease zeta (its default, None, scales with the rows)", **_COMMON))
+    diverge_hint="decrease step (its default, None, scales with the rows)", **_COMMON))
