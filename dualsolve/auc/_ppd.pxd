@@ -115,9 +115,10 @@ ctypedef struct AucEval:
 
 cdef PpdOptions ppd_default_options() noexcept nogil
 
-# The default step for these rows, from L = max_i 2 c_i (||x_i||^2 + 1), c_i = 1 - p for a
-# positive row and p for a negative one (p = n+/n), the largest per-sample curvature of F:
-# 1/L (PPD_SG, PPD_PGA), 4/sqrt(L) (PPD_ADAGRAD), 16/L (AUC_SOLAM: zeta).
+# The default step for these rows, from the per-sample curvatures of F, L_i = 2 c_i
+# (||x_i||^2 + 1), c_i = 1 - p for a positive row and p for a negative one (p = n+/n):
+# 1/max_i L_i (PPD_SG, PPD_PGA), 4/sqrt(max_i L_i) (PPD_ADAGRAD), 16 / the class-balanced
+# mean 2 ((1-p) mean_+ (||x||^2 + 1) + p mean_- (||x||^2 + 1)) (AUC_SOLAM: zeta).
 cdef double auc_default_step(const floating* data, const index_t* indptr, Py_ssize_t n,
                              const double* y, int method) noexcept nogil
 

@@ -957,16 +957,19 @@ cdef PpdOptions ppd_default_options() noexcept nogil:
 
 cdef double auc_default_step(const floating* data, const index_t* indptr, Py_ssize_t n,
                              const double* y, int method) noexcept nogil:
-    """The default eta0 (``PpdOptions.eta0 <= 0``) from the largest per-sample curvature
-    of F, ``L = max_i 2 c_i (||x_i||^2 + 1)``, ``c_i = 1 - p`` for a positive row and p for
-    a negative one (p = n+/n): F of a positive sample has curvature 2 (1-p) in (h, a) and
-    couples h and alpha with 2 (1-p), so in (w, a, alpha) its largest eigenvalue is about
-    2 (1-p) (||x||^2 + 1); a negative sample's is 2 p (...). Steps below 1/L are stable on
-    every row. PPD-SG and PGA: 1/L; SOLAM: 16/L (its steps fall as 1/sqrt(t) from there);
-    PPD-AdaGrad: 4/sqrt(L) (AdaGrad divides by the root of the summed squared gradients,
-    which scale like the rows: sqrt(L) makes the step invariant to a rescaling of X)."""
+    """The default step (``PpdOptions.eta0 <= 0``) from the per-sample curvatures of F,
+    ``L_i = 2 c_i (||x_i||^2 + 1)``, ``c_i = 1 - p`` for a positive row and p for a negative
+    one (p = n+/n): F of a positive sample has curvature 2 (1-p) in (h, a) and couples h and
+    alpha with 2 (1-p), so in (w, a, alpha) its largest eigenvalue is about
+    2 (1-p) (||x||^2 + 1); a negative sample's is 2 p (...). PPD-SG and PGA: 1/L with
+    L = max_i L_i, stable on every row. PPD-AdaGrad: 4/sqrt(L) (AdaGrad divides by the root
+    of the summed squared gradients, which scale like the rows: sqrt(L) makes the step
+    invariant to a rescaling of X). SOLAM: 16/L' with the class-balanced mean
+    L' = 2 ((1-p) mean_+ (||x||^2 + 1) + p mean_- (||x||^2 + 1)): its steps fall as
+    1/sqrt(t) and its projections keep the iterates bounded, so the first steps need no
+    margin against the largest row."""
     cdef Py_ssize_t i, q
-    cdef double sq, npos = 0.0, p, L = 0.0, c
+    cdef double sq, npos = 0.0, p, L = 0.0, c, sp = 0.0, sn = 0.0
     for i in range(n):
         if y[i] > 0:
             npos += 1.0
@@ -975,13 +978,18 @@ cdef double auc_default_step(const floating* data, const index_t* indptr, Py_ssi
         sq = 1.0
         for q in range(indptr[i], indptr[i + 1]):
             sq += <double>data[q] * <double>data[q]
-        c = (1.0 - p) if y[i] > 0 else p
+        if y[i] > 0:
+            c = 1.0 - p
+            sp += sq
+        else:
+            c = p
+            sn += sq
         if 2.0 * c * sq > L:
             L = 2.0 * c * sq
     if method == PPD_ADAGRAD:
         return 4.0 / sqrt(L)
     if method == AUC_SOLAM:
-        return 16.0 / L
+        return 16.0 / (2.0 * ((1.0 - p) * sp / npos + p * sn / (n - npos)))
     return 1.0 / L
 
 

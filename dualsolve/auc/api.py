@@ -493,8 +493,10 @@ def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, see
     step : float > 0, optional
         Step size of the first sample, step t is ``step / sqrt(t)`` (the paper's zeta; the
         reference code's grid: 1, 10, 19, ..., 100, for rows of norm about 1). Default
-        ``16 / L``, L as in ``train_ppd_sg`` (at most ``0.5 / lam``), which scales with the
-        data. Requires ``step lam < 1``.
+        ``16 / L'`` with the class-balanced mean curvature of F, ``L' = 2 ((1-p)
+        mean_+(||x||^2 + 1) + p mean_-(||x||^2 + 1))`` (at most ``0.5 / lam``): the steps
+        fall as 1/sqrt(t) and the projections keep the iterates bounded, so the first steps
+        need no margin against the largest row. Requires ``step lam < 1``.
     R : float > 0, optional
         Radius of the ball on w. Default ``sqrt(2 p(1-p) / lam)``, which holds the
         minimiser of J (``J(w*) <= J(0) = 0`` gives ``(lam/2)||w*||^2 <= p(1-p)``), so the
