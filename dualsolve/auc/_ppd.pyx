@@ -47,10 +47,7 @@ Every step costs O(nnz of the sampled rows). The hook (epoch reports, Ctrl-C pol
 one comparison per step.
 """
 from libc.math cimport sqrt, log, log1p, floor, pow, isfinite, NAN, INFINITY
-from libc.stdlib cimport malloc, calloc, free
-
-cdef extern from "<stdlib.h>" nogil:
-    void* aligned_alloc(size_t alignment, size_t size)     # C11; released with free
+from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t
 from libc.string cimport memset, memcpy
 from scipy.special.cython_special cimport psi
@@ -58,6 +55,7 @@ from scipy.special.cython_special cimport psi
 import numpy as np
 
 from dualsolve._core.buffers cimport intp_out
+from dualsolve.auc._alloc cimport ds_auc_calloc
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, prefetch_row,
                                   prefetch_records)
 from dualsolve._core.hooks cimport python_hook
@@ -363,7 +361,7 @@ cdef int _ppd_sg_stage_scaled(const floating* data, const index_t* indices,
     cdef double* z = P.w
     cdef double* s = P.wsum
     cdef const double* xw0 = P.scores                  # x_i.w0, from the last evaluation
-    cdef double* g = <double*>calloc(P.n, sizeof(double))
+    cdef double* g = <double*>ds_auc_calloc(P.n, sizeof(double), 8)
     cdef const double* w0 = P.w0
     cdef int64_t t, base = P.steps, ev = P.next_event - P.steps
     cdef int stop
@@ -451,7 +449,7 @@ cdef int ppd_sg_stage(const floating* data, const index_t* indices, const index_
         return _ppd_sg_stage_scaled(data, indices, indptr, P, T, eta, 1.0 - om,
                                     eta * P.inv_gamma)
     if P.tab == NULL:
-        P.tab = <double*>malloc(drift_table_size(P.tab_size) * sizeof(double))
+        P.tab = <double*>ds_auc_calloc(drift_table_size(P.tab_size), sizeof(double), 8)
         if P.tab == NULL:
             return STATUS_NO_MEMORY
     tcap = T - 1 if T - 1 < P.tab_size else P.tab_size
@@ -588,7 +586,7 @@ cdef int ppd_adagrad_stage(const floating* data, const index_t* indices,
     cdef AdaFeature* F
     cdef AdaFeature* f
     cdef AheadQueue Q
-    F = <AdaFeature*>aligned_alloc(64, (d if d > 0 else 1) * sizeof(AdaFeature))
+    F = <AdaFeature*>ds_auc_calloc(d if d > 0 else 1, sizeof(AdaFeature), 64)
     if F == NULL:
         return STATUS_NO_MEMORY
     for j in range(d):
@@ -1064,16 +1062,16 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     P.scaled_sg = opt.scaled_sg
     P.trace = opt.trace
     P.trace_len = opt.trace_len if opt.trace != NULL else 0
-    P.w = <double*>calloc(dd, sizeof(double))
-    P.wsum = <double*>calloc(dd, sizeof(double))
-    P.gsum = <double*>calloc(dd, sizeof(double))
-    P.last = <int64_t*>calloc(dd, sizeof(int64_t))
-    P.batch = <Py_ssize_t*>calloc(nb, sizeof(Py_ssize_t))
-    P.coef = <double*>calloc(nb, sizeof(double))
-    P.scores = <double*>calloc(n, sizeof(double))
+    P.w = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    P.wsum = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    P.gsum = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    P.last = <int64_t*>ds_auc_calloc(dd, sizeof(int64_t), 8)
+    P.batch = <Py_ssize_t*>ds_auc_calloc(nb, sizeof(Py_ssize_t), 8)
+    P.coef = <double*>ds_auc_calloc(nb, sizeof(double), 8)
+    P.scores = <double*>ds_auc_calloc(n, sizeof(double), 8)
     if pga:
-        P.pstamp = <double*>calloc(dd, sizeof(double))
-        P.pstamp_lo = <double*>calloc(dd, sizeof(double))
+        P.pstamp = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+        P.pstamp_lo = <double*>ds_auc_calloc(dd, sizeof(double), 8)
     g = P.wsum                                         # the evaluation's gradient (work)
     if (P.w == NULL or P.wsum == NULL or P.gsum == NULL or P.last == NULL or P.batch == NULL
             or P.coef == NULL or P.scores == NULL

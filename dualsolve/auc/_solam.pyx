@@ -15,11 +15,12 @@ otherwise cancel: relative error ~ eps / sigma).
 """
 from libc.math cimport sqrt, fabs, isfinite, NAN, INFINITY
 from libc.stdint cimport int64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport free
 
 import numpy as np
 
 from dualsolve._core.buffers cimport intp_out
+from dualsolve.auc._alloc cimport ds_auc_calloc
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
@@ -148,11 +149,11 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     cdef double values[AUC_HOOK_VALUES]
     cdef double kappa = 0.0, sq, npos = 0.0, p_emp, target, nrm
     cdef int status, stop
-    cdef double* h = <double*>calloc(n, sizeof(double))
-    cdef double* g = <double*>calloc(dd, sizeof(double))
-    cdef double* z = <double*>calloc(dd, sizeof(double))
-    st.S = <double*>calloc(dd, sizeof(double))
-    st.lastP = <double*>calloc(dd, sizeof(double))
+    cdef double* h = <double*>ds_auc_calloc(n, sizeof(double), 8)
+    cdef double* g = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    cdef double* z = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    st.S = <double*>ds_auc_calloc(dd, sizeof(double), 8)
+    st.lastP = <double*>ds_auc_calloc(dd, sizeof(double), 8)
     res.status = STATUS_NO_MEMORY
     res.n_epochs = 0
     res.n_steps = 0
