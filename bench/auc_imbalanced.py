@@ -21,14 +21,15 @@ the L2-normalised sparse sets, and the same step-size grids apply to all four.
 Methods (``--epochs`` budget, default 40 passes over the training rows):
 
 * PPD-SG and PPD-AdaGrad (``dualsolve.train_ppd_sg`` / ``train_ppd_adagrad``), the paper's
-  practical schedule: 5 stages, ``T_k = T0 3^(k-1)``, ``eta_k = eta0 / 3^(k-1)``, ``T0`` chosen so
-  that the 5 stages make the budget (``T0 = n/3`` for 40 epochs), gamma = 1e3, exact alpha reset
+  practical schedule: 5 stages, ``T_k - 1 = (T0 - 1) 3^(k-1)`` steps, ``eta_k = eta0 / 3^(k-1)``
+  (``decay=growth=3``), ``T0`` chosen so that the 5 stages make the budget (``T0 = n/3`` for 40
+  epochs; ``max_epochs`` = the budget, ``tol=0``), prox_gamma = 1e3, exact alpha reset
   (``alpha_reset="full"``), lam = the one selected for the surrogate optimum (below); one curve
-  point per stage end (``wbar_k``).
-* SOLAM (``train_solam``), one point per epoch.
-* PGA (``train_pga``) only if ``dualsolve`` exports it when the script runs: 5 stages,
-  ``eta_k = eta0 / k``, ``T_k = T0 k^2`` (``T0 = 40 n / 55`` for 40 epochs), gamma = 1e3, no
-  projections (its defaults R1 = R2 = None), the surrogate's lam; one point per stage end.
+  point per stage end (``wbar_k``, placed at the stage's end in epochs).
+* SOLAM (``train_solam``, lam = 0 as published), one point per epoch.
+* PGA (``train_pga``): 5 stages, ``eta_k = eta0 / k``, ``T_k = T0 k^2`` (``T0 = 40 n / 55`` for
+  40 epochs), prox_gamma = 1e3, no projections (its defaults R1 = R2 = None), the surrogate's
+  lam; one point per stage end.
 * Our logistic SDCA (``train_sdca``, no intercept, lam = c/n), test AUC of ``info["coef"]`` in
   its per-epoch callback.
 * scikit-learn ``LogisticRegression(class_weight="balanced")`` (lbfgs, with intercept), one
@@ -66,7 +67,6 @@ Usage::
 ``auc_imbalanced_quick.json`` and no figures) and ``docs/img/auc_<data>.png``.
 """
 import argparse
-import inspect
 import json
 import lzma
 import math
@@ -220,7 +220,7 @@ class Tracker:
 
     def __init__(self, X, y):
         self.X, self.y = X, y
-        self.epoch, self.time, self.auc = [], [], []
+        self.epoch, self.time, self.auc, self.primal = [], [], [], []
         self.spent = 0.0
 
     def __call__(self, info):
@@ -229,6 +229,7 @@ class Tracker:
         s = self.X @ w
         self.auc.append(dualsolve.auc_score(self.y, s) if np.all(np.isfinite(s)) else float("nan"))
         self.epoch.append(int(info["epoch"]))
+        self.primal.append(float(info.get("primal", np.nan)))
         self.time.append(float(info["time"]) - self.spent)
         self.spent += time.perf_counter() - t0
         return False
@@ -239,8 +240,24 @@ def _stage_epochs(stage_lengths, n, batch=1):
     return [0.0] + list(np.cumsum([(T - 1) * batch for T in stage_lengths]) / n)
 
 
+def _stage_points(tr, ends):
+    """The tracker's points at stage ends: an epoch report carries the last stage that ended
+    in it (primal not NaN); place it at that stage's end (passes) instead of the epoch."""
+    ends = np.asarray(ends)
+    keep = [i for i, J in enumerate(tr.primal) if np.isfinite(J)]
+    epochs = [float(ends[np.searchsorted(ends, tr.epoch[i] + 1e-9, side="right") - 1])
+              for i in keep]
+    return epochs, [tr.time[i] for i in keep], [tr.auc[i] for i in keep]
+
+
 def _t0_for(budget, n, growth=3.0, stages=N_STAGES):
     return max(2, int(math.ceil(budget * n / sum(growth ** k for k in range(stages)))))
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # tol = 0: the budget stops it
+        return fn(*args, **kw)
 
 
 def run_ppd(kind, Xtr, ytr, Xev, yev, eta0, lam, budget):
@@ -248,51 +265,40 @@ def run_ppd(kind, Xtr, ytr, Xev, yev, eta0, lam, budget):
     n = Xtr.shape[0]
     tr = Tracker(Xev, yev)
     t = time.perf_counter()
-    m = fn(Xtr, ytr, eta0=eta0, T0=_t0_for(budget, n), gamma=GAMMA, n_stages=N_STAGES,
-           lam=lam, seed=0, callback=tr)
+    m = _quiet(fn, Xtr, ytr, step=eta0, T0=_t0_for(budget, n), prox_gamma=GAMMA, decay=3.0,
+               growth=3.0, max_epochs=int(math.ceil(budget)), tol=0.0, lam=lam, seed=0,
+               callback=tr)
     wall = time.perf_counter() - t - tr.spent
-    ep = _stage_epochs(m.params["stage_lengths"], n)
-    return dict(epochs=[ep[k] for k in tr.epoch], seconds=tr.time, auc=tr.auc, wall=wall,
+    epochs, seconds, auc = _stage_points(tr, _stage_epochs(m.params["stage_lengths"], n))
+    return dict(epochs=epochs, seconds=seconds, auc=auc, wall=wall,
                 coef_finite=bool(np.all(np.isfinite(m.coef))))
 
 
 def run_solam(Xtr, ytr, Xev, yev, zeta, R, budget):
     tr = Tracker(Xev, yev)
     t = time.perf_counter()
-    m = dualsolve.train_solam(Xtr, ytr, zeta=zeta, R=R, n_epochs=int(round(budget)), seed=0,
-                              callback=tr)
+    m = _quiet(dualsolve.train_solam, Xtr, ytr, step=zeta, R=R, lam=0.0,
+               max_epochs=int(round(budget)), tol=0.0, seed=0, callback=tr)
     wall = time.perf_counter() - t - tr.spent
     return dict(epochs=[float(e) for e in tr.epoch], seconds=tr.time, auc=tr.auc, wall=wall,
                 coef_finite=bool(np.all(np.isfinite(m.coef))))
 
 
 def run_pga(Xtr, ytr, Xev, yev, eta0, lam, budget):
-    """PGA through whatever signature ``train_pga`` has (stage-wise, T_k = T0 k^2)."""
-    fn = dualsolve.train_pga
-    params = inspect.signature(fn).parameters
+    """PGA, stage-wise with T_k = T0 k^2 steps, 5 stages filling the budget."""
     n = Xtr.shape[0]
     K = 5
-    kw = dict(eta0=eta0, seed=0)
-    if "T0" in params:
-        kw["T0"] = max(2, int(math.ceil(budget * n / sum(k * k for k in range(1, K + 1)))))
-    if "n_stages" in params:
-        kw["n_stages"] = K
-    if "gamma" in params:
-        kw["gamma"] = GAMMA
-    if "lam" in params:
-        kw["lam"] = lam
-    kw = {k: v for k, v in kw.items() if k in params}
+    kw = dict(step=eta0, seed=0, prox_gamma=GAMMA, lam=lam, tol=0.0,
+              max_epochs=int(math.ceil(budget)),
+              T0=max(1, int(math.ceil(budget * n / sum(k * k for k in range(1, K + 1))))))
     tr = Tracker(Xev, yev)
     t = time.perf_counter()
-    m = fn(Xtr, ytr, callback=tr, **kw)
+    m = _quiet(dualsolve.train_pga, Xtr, ytr, callback=tr, **kw)
     wall = time.perf_counter() - t - tr.spent
-    sl = m.params.get("stage_lengths") if isinstance(m.params, dict) else None
-    if sl is not None:                  # PGA's stage_lengths count steps (not iterates)
-        ep = _stage_epochs([T + 1 for T in sl], n)
-        epochs = [ep[k] if k < len(ep) else float("nan") for k in tr.epoch]
-    else:
-        epochs = [float(e) for e in tr.epoch]
-    return dict(epochs=epochs, seconds=tr.time, auc=tr.auc, wall=wall, kwargs=kw,
+    # PGA's stage_lengths count steps (not iterates)
+    ends = _stage_epochs([T + 1 for T in m.params["stage_lengths"]], n)
+    epochs, seconds, auc = _stage_points(tr, ends)
+    return dict(epochs=epochs, seconds=seconds, auc=auc, wall=wall, kwargs=kw,
                 coef_finite=bool(np.all(np.isfinite(m.coef))))
 
 
@@ -427,13 +433,14 @@ def run_dataset(name, budget, quick):
 
 # ------------------------------------------------------------------ cost ---
 
-COST_SETTINGS = dict(eta0=0.1, gamma=GAMMA, lam=1e-5, seed=0)
+COST_SETTINGS = dict(step=0.1, prox_gamma=GAMMA, lam=1e-5, seed=0)
 
 
 def ppd_sg_run_seconds(X, y, epochs):
-    """Wall time of one PPD-SG stage of epochs * n + 1 steps (the cost settings)."""
+    """Wall time of one PPD-SG stage of epochs * n steps (the cost settings)."""
     t = time.perf_counter()
-    dualsolve.train_ppd_sg(X, y, T0=epochs * X.shape[0] + 1, n_stages=1, **COST_SETTINGS)
+    _quiet(dualsolve.train_ppd_sg, X, y, T0=epochs * X.shape[0] + 1, max_epochs=epochs,
+           tol=0.0, **COST_SETTINGS)
     return time.perf_counter() - t
 
 
@@ -453,7 +460,8 @@ def measure_cost(pairs=5):
     for i in range(pairs):
         mv = peers.matvec_time(X)
         ep, t1 = ppd_sg_epoch_seconds(X, y)
-        m = dualsolve.train_ppd_sg(X, y, T0=n + 1, n_stages=3, growth=1.0, decay=1.0, **kw)
+        m = _quiet(dualsolve.train_ppd_sg, X, y, T0=n + 1, max_epochs=3, tol=0.0, growth=1.0,
+                   decay=1.0, **kw)
         stage = float(np.median(np.diff(m.history["time"])[1:]))
         mv2 = peers.matvec_time(X)
         mvm = 0.5 * (mv + mv2)
@@ -474,11 +482,14 @@ def measure_cost(pairs=5):
     # context (median of 3 pairs each, same 1-vs-3-epoch differencing): PPD-SG without the
     # dense parts (gamma = None, lam = 0: nothing to catch up lazily), PPD-AdaGrad, and SOLAM
     # (its epochs include its own per-epoch objective pass)
-    runs = {"ppd_sg_no_prox_no_l2": lambda E: dualsolve.train_ppd_sg(
-                X, y, T0=E * n + 1, n_stages=1, eta0=0.1, gamma=None, lam=0.0, seed=0),
-            "ppd_adagrad": lambda E: dualsolve.train_ppd_adagrad(
-                X, y, T0=E * n + 1, n_stages=1, eta0=0.3, gamma=GAMMA, lam=1e-5, seed=0),
-            "solam": lambda E: dualsolve.train_solam(X, y, n_epochs=E, seed=0)}
+    runs = {"ppd_sg_no_prox_no_l2": lambda E: _quiet(
+                dualsolve.train_ppd_sg, X, y, T0=E * n + 1, max_epochs=E, tol=0.0, step=0.1,
+                prox_gamma=None, lam=0.0, seed=0),
+            "ppd_adagrad": lambda E: _quiet(
+                dualsolve.train_ppd_adagrad, X, y, T0=E * n + 1, max_epochs=E, tol=0.0,
+                step=0.3, prox_gamma=GAMMA, lam=1e-5, seed=0),
+            "solam": lambda E: _quiet(dualsolve.train_solam, X, y, max_epochs=E, tol=0.0,
+                                      lam=0.0, step=0.1, R=10.0, seed=0)}
     out["other_ratios"] = {}
     for key, fn in runs.items():
         r = []
@@ -565,7 +576,7 @@ def main(argv=None):
     out.setdefault("datasets", {})
     out["settings"] = dict(grids={k: [list(v) if isinstance(v, tuple) else v for v in vs]
                                   for k, vs in GRIDS.items()},
-                           gamma=GAMMA, n_stages=N_STAGES, lr_max_iters=LR_MAX_ITERS,
+                           prox_gamma=GAMMA, n_stages=N_STAGES, lr_max_iters=LR_MAX_ITERS,
                            budget_epochs=budget, quick=args.quick,
                            pga_exported=hasattr(dualsolve, "train_pga"))
     t0 = time.perf_counter()

@@ -1,5 +1,5 @@
-"""AUC family, part 1 (spec seed2 sections 1.2, 1.4, 5, tests T1, T2, T9, T11): the exact
-AUC, the surrogate's identities and its closed-form optimum."""
+"""AUC family, part 1: the exact AUC, the surrogate's identities (Liu et al. 2020,
+Proposition 1 and appendix A.1) and its closed-form optimum."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -20,14 +20,14 @@ def brute_pairwise(h, pos):
 
 
 def F_mean(h, pos, a, b, alpha, p):
-    """(1/n) sum_i F(w, a, b, alpha; z_i) (spec 1.2) from the scores h."""
+    """(1/n) sum_i F(w, a, b, alpha; z_i) (Proposition 1) from the scores h."""
     F = np.where(pos, (1 - p) * (h - a) ** 2, p * (h - b) ** 2)
     F = F + 2 * (1 + alpha) * np.where(pos, -(1 - p) * h, p * h) - p * (1 - p) * alpha ** 2
     return F.mean()
 
 
 # ---------------------------------------------------------------------------------------
-# T9: auc_score
+# auc_score
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -108,10 +108,10 @@ def test_auc_errors():
 
 
 # ---------------------------------------------------------------------------------------
-# T1 / T2: the surrogate and its saddle form
+# the surrogate and its saddle form
 
 
-def test_surrogate_identity_T1():
+def test_surrogate_identity():
     rng = np.random.default_rng(11)
     n = 200
     pos = rng.random(n) < 0.15
@@ -129,7 +129,7 @@ def test_surrogate_identity_T1():
     assert J == pytest.approx(p * (1 - p) * (pair - 1) + 0.15 * n, rel=1e-12)
 
 
-def test_saddle_optimality_T2():
+def test_saddle_optimality():
     rng = np.random.default_rng(12)
     n = 150
     pos = rng.random(n) < 0.3
@@ -157,7 +157,7 @@ def test_saddle_optimality_T2():
 
 
 # ---------------------------------------------------------------------------------------
-# the closed-form optimum (spec 1.4)
+# the closed-form optimum
 
 
 def make_gaussian(seed, n=1500, d=12, p=0.2):
@@ -183,8 +183,8 @@ def test_optimum_matches_dense_solve(lam):
     w_ref = np.linalg.solve(Q + lam / (2 * p * (1 - p)) * np.eye(X.shape[1]), mp - mn)
     np.testing.assert_allclose(m.coef, w_ref, rtol=1e-9, atol=1e-11)
     h = X @ m.coef
-    assert m.params["a"] == pytest.approx(h[pos].mean(), rel=1e-12)
-    assert m.params["alpha"] == pytest.approx(h[~pos].mean() - h[pos].mean(), rel=1e-12)
+    assert m.params["saddle_a"] == pytest.approx(h[pos].mean(), rel=1e-12)
+    assert m.params["saddle_alpha"] == pytest.approx(h[~pos].mean() - h[pos].mean(), rel=1e-12)
     # the objective equals the brute-force pairwise loss, and w* is a minimum of it
     Pn = brute_pairwise(h, pos)
     assert m.params["pairwise"] == pytest.approx(Pn, rel=1e-12)
@@ -195,7 +195,7 @@ def test_optimum_matches_dense_solve(lam):
         assert J(m.coef + 1e-3 * rng.standard_normal(X.shape[1])) > J(m.coef)
 
 
-def test_optimum_invariances_T11():
+def test_optimum_invariances():
     X, y = make_gaussian(2, n=600, d=8)
     lam = 1e-3
     m = auc_surrogate_optimum(X, y, lam)

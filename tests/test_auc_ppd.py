@@ -1,6 +1,6 @@
-"""AUC family, part 2 (spec seed2 sections 2.2-2.4, 3.3, 3.5, 3.6; tests T3-T8, T10,
-T11, T13): PPD-SG and PPD-AdaGrad against dense NumPy twins that replay the same samples,
-and against the closed-form optimum of the surrogate."""
+"""AUC family, part 2 (Liu et al. 2020, Algorithms 2-4): PPD-SG and PPD-AdaGrad against
+dense NumPy twins that replay the same samples, and against the closed-form optimum of the
+surrogate; the stage schedule, the budget and the online estimate of p."""
 import importlib.util
 import pathlib
 import warnings
@@ -12,20 +12,26 @@ import scipy.sparse as sp
 from dualsolve.auc import (train_ppd_sg, train_ppd_adagrad, auc_score, auc_surrogate_optimum,
                            auc_surrogate_objective)
 from dualsolve.auc import _ppd
-from dualsolve.auc import api as auc_api
 
 _spec = importlib.util.spec_from_file_location(
     "dualsolve_tests_auc_twins", pathlib.Path(__file__).parent / "helpers" / "auc_twins.py")
 twins = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(twins)
-grads_np, OnlineP, random_csr, gaussian_problem, assert_twin = (
-    twins.grads_np, twins.OnlineP, twins.random_csr, twins.gaussian_problem, twins.assert_twin)
+grads_np, OnlineP, random_csr, gaussian_problem, assert_twin, run_engine = (
+    twins.grads_np, twins.OnlineP, twins.random_csr, twins.gaussian_problem, twins.assert_twin,
+    twins.run_engine)
 
 SOLVERS = {"sg": train_ppd_sg, "adagrad": train_ppd_adagrad}
 
 
+def quiet(f, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return f(*args, **kw)
+
+
 # ---------------------------------------------------------------------------------------
-# the dense twin: O(d) per step, the stages of spec 2.2 / 2.3 written out literally
+# the dense twin: O(d) per step, Algorithm 2's stages (and Algorithm 3's steps) written out
 
 
 def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=None):
@@ -101,23 +107,20 @@ def dense_twin(X, y, trace, method, etas, Ts, ms, lam, gamma, B, delta=0.0, p=No
 
 
 def run_both(X, y, method, gamma, lam, B, seed=3, p=None, alpha_reset="full", K=4, T0=50,
-             eta0=0.1):
-    etas = [eta0 / 3 ** k for k in range(K)]
-    Ts = [int(round(T0 * 3 ** k)) for k in range(K)]
-    ms = [0] * K if alpha_reset == "full" else [int(round(10 * 3 ** k)) for k in range(K)]
-    trace = np.full(sum((T - 1) * B for T in Ts) + 10 * sum(ms) + 1000, -1, dtype=np.intp)
-    kw = dict(delta=0.05) if method == "adagrad" else {}
-    m = SOLVERS[method](X, y, eta0=eta0, T0=T0, gamma=gamma, n_stages=K, lam=lam,
-                        batch_size=B, seed=seed, p=p, alpha_reset=alpha_reset,
-                        alpha_batch=10, _trace=trace, **kw)
-    used = int(np.sum(trace >= 0))
-    ref = dense_twin(X, np.where(y > 0, 1.0, -1.0), trace[:used], method, etas, Ts, ms, lam,
-                     gamma, B, delta=kw.get("delta", 0.0), p=p)
-    return m, ref, used
+             eta0=0.1, scaled_sg=True):
+    delta = 0.05 if method == "adagrad" else 0.0
+    alpha_batch = 10 if alpha_reset == "minibatch" else 0
+    w, r, drawn, etas, Ts = run_engine(X, y, method, K=K, eta0=eta0, T0=T0, lam=lam,
+                                       gamma=gamma, delta=delta, batch_size=B, p=p,
+                                       alpha_batch=alpha_batch, seed=seed, scaled_sg=scaled_sg)
+    ms = twins.reset_sizes(K, alpha_batch) if alpha_batch else [0] * K
+    ref = dense_twin(X, np.where(y > 0, 1.0, -1.0), drawn, method, etas, Ts, ms, lam, gamma, B,
+                     delta=delta, p=p)
+    return w, r, ref, len(drawn)
 
 
 # ---------------------------------------------------------------------------------------
-# T4: lazy O(nnz) steps == dense twin
+# lazy O(nnz) steps == dense twin
 
 
 @pytest.mark.parametrize("method", ["sg", "adagrad"])
@@ -126,51 +129,40 @@ def run_both(X, y, method, gamma, lam, B, seed=3, p=None, alpha_reset="full", K=
 @pytest.mark.parametrize("B", [1, 8])
 def test_lazy_equals_dense_twin(method, gamma, lam, B):
     X, y = random_csr(0)
-    m, ref, used = run_both(X, y, method, gamma, lam, B)
-    assert np.abs(m.coef).max() > 1e-3                 # it moved
-    assert_twin(m, ref, used)
-
-
-class _DriftJITOnly:
-    """Stands in for the compiled module so that PPD-SG keeps its DriftJIT form."""
-
-    def __getattr__(self, name):
-        return getattr(_ppd, name)
-
-    @staticmethod
-    def _fit(*args, **kw):
-        return _ppd._fit(*args, scaled_sg=False, **kw)
+    w, r, ref, used = run_both(X, y, method, gamma, lam, B)
+    assert np.abs(w).max() > 1e-3                      # it moved
+    assert_twin(w, r, ref, used)
 
 
 @pytest.mark.parametrize("eta0,gamma,lam,B", [(0.1, 2.0, 0.0, 1), (0.1, None, 0.01, 8),
                                              (1.4, 3.0, 0.02, 1), (0.1, None, 0.0, 3)])
-def test_sg_scaled_and_driftjit_forms_equal_dense_twin(monkeypatch, eta0, gamma, lam, B):
+def test_sg_scaled_and_driftjit_forms_equal_dense_twin(eta0, gamma, lam, B):
     """PPD-SG's two forms (the scaled record w = A z + B w0 with folds of A, and DriftJIT's
     per-feature timestamps) against the dense twin and each other. eta0 = 1.4, gamma = 3:
     rho = 1 - eta (lam + 1/gamma) is about 0.5 in the first stage, so A folds every ~10
     steps."""
     X, y = random_csr(2)
-    m, ref, used = run_both(X, y, "sg", gamma, lam, B, eta0=eta0)
-    assert np.abs(m.coef).max() > 1e-3
-    assert_twin(m, ref, used)
-    monkeypatch.setattr(auc_api, "_ppd", _DriftJITOnly())
-    m2, ref2, used2 = run_both(X, y, "sg", gamma, lam, B, eta0=eta0)
-    assert_twin(m2, ref2, used2)
-    scale = max(1.0, np.abs(m.coef).max())
-    assert np.abs(m.coef - m2.coef).max() <= 1e-12 * scale
+    w, r, ref, used = run_both(X, y, "sg", gamma, lam, B, eta0=eta0)
+    assert np.abs(w).max() > 1e-3
+    assert_twin(w, r, ref, used)
+    w2, r2, ref2, used2 = run_both(X, y, "sg", gamma, lam, B, eta0=eta0, scaled_sg=False)
+    assert_twin(w2, r2, ref2, used2)
+    scale = max(1.0, np.abs(w).max())
+    assert np.abs(w - w2).max() <= 1e-12 * scale
 
 
 @pytest.mark.parametrize("method", ["sg", "adagrad"])
 def test_twin_float32_noncanonical_online_minibatch_reset(method):
     X, y = random_csr(1, dtype=np.float32)
-    m, ref, used = run_both(X, y, method, 5.0, 0.01, 3, p="online", alpha_reset="minibatch")
-    assert_twin(m, ref, used)
+    w, r, ref, used = run_both(X, y, method, 5.0, 0.01, 3, p="online", alpha_reset="minibatch")
+    assert_twin(w, r, ref, used)
     # non-canonical CSR (duplicates split in two halves, unsorted): summed in a copy
     Xc = X.astype(np.float64).tocsr()
     Xraw = twins.split_entries(Xc)
+    kw = dict(step=0.1, T0=50, prox_gamma=5.0, max_epochs=2, tol=0.0, lam=0.01, seed=3)
     with pytest.warns(UserWarning, match="duplicate"):
-        m2 = SOLVERS[method](Xraw, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)
-    m3 = SOLVERS[method](Xc, y, eta0=0.1, T0=50, gamma=5.0, n_stages=3, lam=0.01, seed=3)
+        m2 = SOLVERS[method](Xraw, y, **kw)
+    m3 = quiet(SOLVERS[method], Xc, y, **kw)
     np.testing.assert_allclose(m2.coef, m3.coef, rtol=1e-12, atol=1e-14)
 
 
@@ -198,12 +190,28 @@ def test_adagrad_long_gaps_use_digamma_sums():
     X = sp.random(n, d, density=0.03, random_state=rng, format="csr")
     y = np.where(rng.random(n) < 0.3, 1.0, -1.0)
     for gamma, lam in [(3.0, 0.02), (1e3, 1e-3), (None, 0.05)]:
-        m, ref, used = run_both(X, y, "adagrad", gamma, lam, 1, K=3, T0=300)
-        assert_twin(m, ref, used)
+        w, r, ref, used = run_both(X, y, "adagrad", gamma, lam, 1, K=3, T0=300)
+        assert_twin(w, r, ref, used)
+
+
+def test_public_call_runs_the_engine_the_twins_check():
+    """train_* with a budget of whole stages gives bitwise the engine's result (which the
+    twins check): the same schedule, the same samples."""
+    X, y = random_csr(5)
+    for method in ("sg", "adagrad"):
+        # T0 = 76: stages of 75 and 225 steps fill the epoch of n = 300 steps
+        m = quiet(SOLVERS[method], X, y, step=0.1, T0=76, decay=3.0, max_epochs=1, tol=0.0,
+                  lam=0.0)
+        w, r, drawn, etas, Ts = run_engine(X, y, method, K=2, eta0=0.1, T0=76, seed=0,
+                                           delta=1e-2)
+        assert m.params["stage_lengths"] == Ts == [76, 226]
+        assert m.params["etas"] == pytest.approx(etas, rel=1e-15)
+        assert r["n_steps"] == 300 and m.params["n_steps"] == 300 == m.params["n_samples"]
+        np.testing.assert_array_equal(m.coef, w)
 
 
 # ---------------------------------------------------------------------------------------
-# T3: per-sample gradients
+# per-sample gradients of F
 
 
 def test_gradients_match_finite_differences():
@@ -228,7 +236,7 @@ def test_gradients_match_finite_differences():
 
 
 # ---------------------------------------------------------------------------------------
-# T5 / T13: convergence to the exact optimum
+# convergence to the exact optimum (dense Gaussian, imbalanced)
 
 
 @pytest.fixture(scope="module")
@@ -241,14 +249,16 @@ def t5():
 
 
 @pytest.mark.parametrize("method,kw,bound", [
-    ("sg", dict(eta0=0.05), 5e-3),
-    ("adagrad", dict(eta0=0.5, delta=1e-2), 1e-2)])
-def test_converges_to_closed_form_optimum_T5(t5, method, kw, bound):
+    ("sg", dict(step=0.05), 5e-3),
+    ("adagrad", dict(step=0.5, delta=1e-2), 1e-2)])
+def test_converges_to_closed_form_optimum(t5, method, kw, bound):
+    """The paper's schedule (decay = growth = 3, T0 = 500, 6 stages = 45.4 epochs; a budget
+    of 46 epochs: the 6th stage runs to its end)."""
     X, y, Xt, yt, lam, o = t5
     J_star = o.params["objective"]
     auc_star = auc_score(yt, Xt @ o.coef)
-    m = SOLVERS[method](X, y, T0=500, n_stages=6, gamma=100.0, lam=lam, seed=0,
-                        eval_set=(Xt, yt), **kw)
+    m = quiet(SOLVERS[method], X, y, T0=500, max_epochs=46, tol=0.0, prox_gamma=100.0,
+              decay=3.0, lam=lam, seed=0, eval_set=(Xt, yt), **kw)
     _, J = auc_surrogate_objective(X, y, m.coef, lam)
     assert (J - J_star) / abs(J_star) <= bound
     assert J >= J_star - 1e-12
@@ -257,23 +267,42 @@ def test_converges_to_closed_form_optimum_T5(t5, method, kw, bound):
     assert auc >= auc_star - 0.003
     assert m.history["val_auc"][-1] == auc
     h = X @ m.coef
-    assert abs(m.params["a"] - h[y > 0].mean()) <= 1e-2
-    assert abs(m.params["b"] - h[y < 0].mean()) <= 1e-2
-    assert m.converged and m.n_epochs == 6 and len(m.history) == 7
+    assert abs(m.params["saddle_a"] - h[y > 0].mean()) <= 1e-2
+    assert abs(m.params["saddle_b"] - h[y < 0].mean()) <= 1e-2
+    assert m.stop_reason == "max_epochs" and m.n_epochs == 46 and len(m.history) == 47
+    assert m.params["n_stages"] == 6
 
 
-def test_objective_descends_across_stages_T13(t5):
+@pytest.mark.parametrize("method", ["sg", "adagrad"])
+def test_defaults_converge_to_closed_form_optimum(t5, method):
+    """Only lam given: the default step (from the rows), schedule and budget."""
+    X, y, Xt, yt, lam, o = t5
+    m = quiet(SOLVERS[method], X, y, lam=lam)
+    _, J = auc_surrogate_objective(X, y, m.coef, lam)
+    assert (J - o.params["objective"]) / abs(o.params["objective"]) <= 5e-3
+    assert auc_score(yt, Xt @ m.coef) >= auc_score(yt, Xt @ o.coef) - 0.003
+
+
+def test_objective_descends_across_stages(t5):
+    """Over 5 seeds, the mean exact objective at the stage averages wbar_k decreases from
+    stage to stage (the paper's schedule, stage k = 3^(k-1) epochs), and ends within 5e-3
+    of the optimum."""
     X, y, _, _, lam, o = t5
     J_star = o.params["objective"]
-    H = np.array([train_ppd_sg(X, y, eta0=0.05, T0=500, n_stages=5, gamma=100.0, lam=lam,
-                               seed=s).history["primal"][1:] for s in range(5)])
-    mean = H.mean(0)
+    ends = [0, 1, 4, 13, 40, 121]
+    H = []
+    for s in range(5):
+        m = quiet(train_ppd_sg, X, y, step=0.05, T0=X.shape[0] + 1, decay=3.0, max_epochs=121,
+                  tol=0.0, prox_gamma=100.0, lam=lam, seed=s)
+        assert np.flatnonzero(np.isfinite(m.history["primal"])).tolist() == ends
+        H.append(m.history["primal"][ends[1:]])
+    mean = np.mean(H, axis=0)
     assert np.all(np.diff(mean) < 0)
     assert (mean[-1] - J_star) / abs(J_star) <= 5e-3
 
 
 # ---------------------------------------------------------------------------------------
-# T6: a sparse imbalanced bag-of-words problem, against the oracle and scikit-learn
+# a sparse imbalanced bag-of-words problem, against the oracle and scikit-learn
 
 
 def bag_of_words(seed, n, d=500, p=0.05, tilt_seed=7):
@@ -296,15 +325,19 @@ def bag_of_words(seed, n, d=500, p=0.05, tilt_seed=7):
     return sp.csr_matrix((vals, (rows, cols)), shape=(n, d)), y
 
 
-def test_sparse_imbalanced_vs_oracle_and_sklearn_T6():
+def test_sparse_imbalanced_vs_oracle_and_sklearn():
     X, y = bag_of_words(0, 5000)
     Xt, yt = bag_of_words(1, 20000)
     lam = 1e-4
     o = auc_surrogate_optimum(X, y, lam)
     auc_star = auc_score(yt, Xt @ o.coef)
-    m = train_ppd_sg(X, y, eta0=0.5, T0=2500, n_stages=5, gamma=1e3, lam=lam, seed=0)
+    # the paper's schedule: T0 = 2500, 5 stages = 60.5 epochs (61: the 5th runs to the end)
+    m = quiet(train_ppd_sg, X, y, step=0.5, T0=2500, decay=3.0, max_epochs=61, tol=0.0,
+              prox_gamma=1e3, lam=lam, seed=0)
     auc = auc_score(yt, Xt @ m.coef)
     assert auc >= auc_star - 0.005
+    md = quiet(train_ppd_sg, X, y, lam=lam)                  # the defaults
+    assert auc_score(yt, Xt @ md.coef) >= auc_star - 0.005
     lm = pytest.importorskip("sklearn.linear_model")
     best = 0.0
     with warnings.catch_warnings():
@@ -317,69 +350,74 @@ def test_sparse_imbalanced_vs_oracle_and_sklearn_T6():
 
 
 # ---------------------------------------------------------------------------------------
-# T7 / T8: stage bookkeeping and schedules
+# stage bookkeeping, schedules and the budget
 
 
-def test_stage_bookkeeping_and_schedule_T7_T8():
-    X, y = random_csr(2)
-    seen = []
-    cb = lambda info: seen.append((info["epoch"], info["coef"].copy()))
+def test_stage_bookkeeping_and_schedule():
+    X, y = random_csr(2)                                   # n = 300: an epoch is 300 steps
     for method in ("sg", "adagrad"):
-        seen.clear()
-        trace = np.full(100000, -1, dtype=np.intp)
-        m = SOLVERS[method](X, y, eta0=0.09, T0=7, gamma=10.0, n_stages=4, seed=1,
-                            callback=cb, _trace=trace)
-        assert m.params["stage_lengths"] == [7, 21, 63, 189]
+        seen = []
+        cb = lambda info: seen.append((info["epoch"], info["coef"].copy(), info["primal"]))
+        m = quiet(SOLVERS[method], X, y, step=0.09, T0=7, decay=3.0, prox_gamma=10.0,
+                  max_epochs=2, tol=0.0, seed=1, callback=cb)
+        # stage k makes round(6 3^(k-1)) steps: 6, 18, 54, 162, 486; the budget is 600
+        # steps, so the 4th stage runs to its end (522 steps: a 5th would not fit)
+        assert m.params["stage_lengths"] == [7, 19, 55, 523]
         assert m.params["etas"] == pytest.approx([0.09, 0.03, 0.01, 0.01 / 3], rel=1e-15)
-        # T_k - 1 steps per stage, one sample each; the full alpha reset draws nothing
-        assert m.params["n_samples"] == np.sum(trace >= 0) == 6 + 20 + 62 + 188
-        assert [k for k, _ in seen] == [0, 1, 2, 3, 4]
+        assert m.params["n_stages"] == 4 and m.params["n_steps"] == 600
+        # one gradient sample per step; the full alpha reset draws nothing
+        assert m.params["n_samples"] == 600
+        # stages 1-3 end inside epoch 1 (reported there: the 3rd's values), stage 4 at 600
+        assert [k for k, _, _ in seen] == [0, 1, 2]
+        assert np.isfinite([J for _, _, J in seen]).all()
         np.testing.assert_array_equal(seen[-1][1], m.coef)
         h = X @ m.coef
-        assert m.params["alpha"] == pytest.approx(h[y < 0].mean() - h[y > 0].mean(),
-                                                  rel=1e-13, abs=1e-15)
+        assert m.params["saddle_alpha"] == pytest.approx(h[y < 0].mean() - h[y > 0].mean(),
+                                                         rel=1e-13, abs=1e-15)
+        # the engine run for exactly the first 4 stages draws 6 + 18 + 54 + 162 rows
+        w, r, drawn, etas, Ts = run_engine(X, y, method, K=4, eta0=0.09, T0=7, gamma=10.0,
+                                           seed=1)
+        assert Ts == [7, 19, 55, 163] and r["n_samples"] == len(drawn) == 240
     # the minibatch reset consumes m_k = round(alpha_batch 3^(k-1)) fresh samples (at least)
-    trace = np.full(100000, -1, dtype=np.intp)
-    m = train_ppd_sg(X, y, eta0=0.09, T0=7, n_stages=2, seed=1, alpha_reset="minibatch",
-                     alpha_batch=40, batch_size=2, _trace=trace)
-    assert m.params["n_samples"] >= 2 * (6 + 20) + 40 + 120
-    # eta0 (lam + 1/gamma) >= 1 is rejected
-    with pytest.raises(ValueError, match="eta0"):
-        train_ppd_sg(X, y, eta0=0.5, gamma=1.0, lam=1.0)
+    w, r, drawn, _, _ = run_engine(X, y, "sg", K=2, eta0=0.09, T0=7, seed=1, alpha_batch=40,
+                                   batch_size=2)
+    assert r["n_samples"] == len(drawn) >= 2 * (6 + 18) + 40 + 120
+    # step (lam + 1/prox_gamma) >= 1 is rejected
+    with pytest.raises(ValueError, match="step \\* \\(lam"):
+        train_ppd_sg(X, y, step=0.5, prox_gamma=1.0, lam=1.0)
 
 
-def test_single_stage_no_prox_is_plain_primal_dual_sgd_T7():
+def test_single_stage_no_prox_is_plain_primal_dual_sgd():
     X, y = random_csr(3)
     y = np.where(y > 0, 1.0, -1.0)
     T = 200
-    trace = np.full(T, -1, dtype=np.intp)
-    m = train_ppd_sg(X, y, eta0=0.05, T0=T, n_stages=1, gamma=None, lam=0.0, seed=2,
-                     _trace=trace)
+    w_run, r, drawn, _, _ = run_engine(X, y, "sg", K=1, eta0=0.05, T0=T, gamma=None, lam=0.0,
+                                       seed=2)
     Xd = X.toarray()
     p = (y > 0).mean()
     w, a, b, al = np.zeros(X.shape[1]), 0.0, 0.0, 0.0
     ws, as_ = [w], [a]
-    for i in trace[:T - 1]:
+    for i in drawn[:T - 1]:
         c, ga, gb, gal = grads_np(Xd[i] @ w, y[i], a, b, al, p, p * (1 - p))
         w = w - 0.05 * c * Xd[i]
         a, b, al = a - 0.05 * ga, b - 0.05 * gb, al + 0.05 * gal
         ws.append(w)
         as_.append(a)
-    np.testing.assert_allclose(m.coef, np.mean(ws, axis=0), rtol=1e-13, atol=1e-15)
-    assert m.params["a"] == pytest.approx(np.mean(as_), rel=1e-13)
+    np.testing.assert_allclose(w_run, np.mean(ws, axis=0), rtol=1e-13, atol=1e-15)
+    assert r["a"] == pytest.approx(np.mean(as_), rel=1e-13)
 
 
 # ---------------------------------------------------------------------------------------
-# T10: unknown p
+# unknown p (Algorithm 4)
 
 
-def test_online_p_estimate_T10():
+def test_online_p_estimate():
     X, y = random_csr(4)
-    trace = np.full(100000, -1, dtype=np.intp)
-    m = train_ppd_sg(X, y, eta0=0.05, T0=30, n_stages=3, p="online", seed=5, _trace=trace)
-    drawn = trace[trace >= 0]
-    assert m.params["p_used"] == pytest.approx(np.mean(y[drawn] > 0), rel=1e-14)
-    assert 0.0 <= m.params["pq_used"] <= 1.0
+    w, r, drawn, _, _ = run_engine(X, y, "sg", K=3, eta0=0.05, T0=30, p="online", seed=5)
+    assert r["p"] == pytest.approx(np.mean(y[drawn] > 0), rel=1e-14)
+    assert 0.0 <= r["pq"] <= 1.0
+    m = quiet(train_ppd_sg, X, y, p="online", max_epochs=2)
+    assert 0.0 < m.params["p_used"] < 1.0
     # hand-computed 3-sample stream: +, -, + (j = 0, 1, 2)
     est = OnlineP()
     est.update(np.array([1.0]))
@@ -388,14 +426,14 @@ def test_online_p_estimate_T10():
 
 
 # ---------------------------------------------------------------------------------------
-# T11: invariances, determinism, errors
+# invariances, determinism, errors
 
 
 @pytest.mark.parametrize("method", ["sg", "adagrad"])
-def test_invariances_T11(method):
+def test_invariances(method):
     X, y = random_csr(5)
-    kw = dict(eta0=0.1, T0=40, n_stages=3, gamma=10.0, lam=0.01, seed=9)
-    f = SOLVERS[method]
+    kw = dict(step=0.1, T0=40, max_epochs=1, tol=0.0, prox_gamma=10.0, lam=0.01, seed=9)
+    f = lambda *a, **k: quiet(SOLVERS[method], *a, **k)
     m1 = f(X, y, **kw)
     m2 = f(X, y, **kw)
     np.testing.assert_array_equal(m1.coef, m2.coef)
@@ -421,18 +459,25 @@ def test_errors(method):
         f(X, np.arange(60) % 3)
     with pytest.raises(ValueError, match="y has 59 labels"):
         f(X, y[:59])
-    with pytest.raises(ValueError, match="eta0 must be > 0"):
-        f(X, y, eta0=0.0)
-    with pytest.raises(ValueError, match="gamma must be > 0"):
-        f(X, y, gamma=-1.0)
-    with pytest.raises(ValueError, match="p must lie in"):
+    with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):
+        f(X, y, step=0.0)
+    with pytest.raises(TypeError, match="eta0"):
+        f(X, y, eta0=0.1)                             # the step is step
+    with pytest.raises(ValueError, match="prox_gamma must be None or a real number"):
+        f(X, y, prox_gamma=-1.0)
+    with pytest.raises(ValueError, match="p must be None or a real number in \\(0, 1\\) or "
+                                         "'online'; got 1.5"):
         f(X, y, p=1.5)
-    with pytest.raises(ValueError, match="p must be one of"):
+    with pytest.raises(ValueError, match="p must be .*'online'; got 'offline'"):
         f(X, y, p="offline")
-    with pytest.raises(ValueError, match="alpha_reset"):
+    with pytest.raises(ValueError, match="alpha_reset must be 'full' or 'minibatch'"):
         f(X, y, alpha_reset="half")
-    with pytest.raises(ValueError, match="n_stages must be >= 1"):
-        f(X, y, n_stages=0)
+    with pytest.raises(ValueError, match="max_epochs must be an integer in"):
+        f(X, y, max_epochs=-1)
+    with pytest.raises(ValueError, match="T0 must be None or an integer in \\[2, inf\\)"):
+        f(X, y, T0=1)
+    with pytest.raises(ValueError, match="decay must be"):
+        f(X, y, decay=0.5)
     with pytest.raises(ValueError, match="X contains NaN"):
         Xn = X.copy()
         Xn.data[0] = np.nan
@@ -443,14 +488,22 @@ def test_errors(method):
         f(X, y, eval_set=(X, np.ones(60)))
     with pytest.raises(TypeError, match="callback"):
         f(X, y, callback=3)
+    with pytest.raises(TypeError, match="gamma"):
+        f(X, y, gamma=1e3)                            # renamed prox_gamma
+    with pytest.raises(TypeError, match="n_stages"):
+        f(X, y, n_stages=3)                           # the budget is max_epochs
     if method == "adagrad":
-        with pytest.raises(ValueError, match="delta must be > 0"):
+        with pytest.raises(ValueError, match="delta must be a real number in \\(0, inf\\)"):
             f(X, y, delta=0.0)
 
 
 def test_callback_stop_and_history():
     X, y = random_csr(7)
-    m = train_ppd_sg(X, y, T0=20, n_stages=5, callback=lambda info: info["epoch"] >= 2)
-    assert m.n_epochs == 2 and not m.converged and len(m.history) == 3
-    assert np.isnan(m.history["val_auc"]).all() and np.isnan(m.history["gap"]).all()
+    m = quiet(train_ppd_sg, X, y, T0=20, max_epochs=5, callback=lambda info: info["epoch"] >= 2)
+    assert m.n_epochs == 2 and not m.converged and m.stop_reason == "callback"
+    assert len(m.history) == 3
+    assert np.isnan(m.history["val_auc"]).all() and np.isnan(m.history["dual"]).all()
     assert m.history["primal"][0] == 0.0 and m.history["pairwise"][0] == 1.0
+    # stages of 19, 57, 171 steps end in epoch 1 (300 steps), the next one at step 760:
+    # epoch 2 reports no stage end (NaN), and the callback stopped there
+    assert np.isfinite(m.history["gap"][:2]).all() and np.isnan(m.history["primal"][2])

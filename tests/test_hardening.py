@@ -191,8 +191,6 @@ def test_large_but_usable_feature_scales_give_finite_models(heart, scale):
     lam = 1/n may stop it at its budget, with a warning)."""
     X, y = heart
     for name in ALL_TRAINERS:
-        if name in ("train_ppd_sg", "train_pga") and scale > 1:
-            continue        # their default step does not scale with X yet: diverges, warns
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = getattr(ds, name)(X * scale, y, **trainer_kwargs(name, X.shape[0]))
@@ -232,21 +230,27 @@ def test_every_budget_is_bounded_and_never_preallocated(heart):
     for name in ALL_TRAINERS:
         fn = getattr(ds, name)
         params = inspect.signature(fn).parameters
-        budget = next(p for p in ("max_epochs", "max_iter", "n_epochs", "n_stages") if p in params)
+        budget = next(p for p in ("max_epochs", "max_iter") if p in params)
         kw = trainer_kwargs(name, X.shape[0])
-        top = 10**6 if budget == "n_stages" else 2**31 - 1
+        top = 2**31 - 1
         with pytest.raises(ValueError, match=f"{budget} must be (<= {top}|an integer in "
                                              f"\\[\\d+, {top}\\])"):
             fn(X, y, **{budget: top + 1}, **kw)
-        if budget != "n_stages":
-            m = fn(X, y, **{budget: top}, callback=lambda info: True, **kw)
-            assert m.n_epochs == 0, name
+        m = fn(X, y, **{budget: top}, callback=lambda info: True, **kw)
+        assert m.n_epochs == 0, name
 
 
-def test_auc_stage_schedule_must_fit(heart):
+def test_auc_stage_schedule_fits_the_largest_budget(heart):
+    """The AUC stages grow geometrically (or as k^2) without bound; the schedule is made
+    stage by stage and capped by the budget, so the largest budget neither overflows the
+    stage lengths nor allocates anything for them."""
     X, y = heart
-    with pytest.raises(ValueError, match="n_stages=40 makes the last stage longer than 2"):
-        ds.train_ppd_sg(X, y, n_stages=40)
+    stop = lambda info: info["epoch"] >= 2
+    for name, kw in [("train_ppd_sg", dict(decay=3.0, growth=3.0)),
+                     ("train_ppd_adagrad", dict(growth=3.0)), ("train_pga", {})]:
+        m = getattr(ds, name)(X, y, max_epochs=2**31 - 1, tol=0.0, callback=stop, **kw)
+        assert m.stop_reason == "callback" and m.n_epochs == 2, name
+        assert np.isfinite(m.coef).all(), name
 
 
 def test_no_features_at_all(heart):

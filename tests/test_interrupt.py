@@ -34,9 +34,10 @@ RUNS = {
                                        max_epochs=BIG),
     "adfsdca": lambda X, y: ds.train_adfsdca(X, y, lam=1e-6, tol=0.0, max_epochs=BIG),
     "sorel": lambda X, y: ds.train_sorel(X, y, loss="logistic", max_epochs=BIG),
-    "ppd_sg": lambda X, y: ds.train_ppd_sg(X, y, T0=BIG, n_stages=1),
-    "ppd_adagrad": lambda X, y: ds.train_ppd_adagrad(X, y, T0=BIG, n_stages=1),
-    "pga": lambda X, y: ds.train_pga(X, y, T0=BIG, n_stages=1),
+    "ppd_sg": lambda X, y: ds.train_ppd_sg(X, y, T0=BIG, tol=0.0, max_epochs=BIG),
+    "ppd_adagrad": lambda X, y: ds.train_ppd_adagrad(X, y, T0=BIG, tol=0.0, max_epochs=BIG),
+    "pga": lambda X, y: ds.train_pga(X, y, T0=BIG, tol=0.0, max_epochs=BIG),
+    "solam": lambda X, y: ds.train_solam(X, y, tol=0.0, max_epochs=BIG),
 }
 
 

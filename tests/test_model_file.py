@@ -25,8 +25,8 @@ BUDGET = dict(
     train_df_spdc=dict(max_epochs=2), train_adf_spdc=dict(max_epochs=2),
     train_svrg=dict(max_epochs=2), train_katyusha=dict(max_epochs=2),
     train_dfsdca=dict(max_epochs=2), train_adfsdca=dict(max_epochs=2),
-    train_ppd_sg=dict(n_stages=2), train_ppd_adagrad=dict(n_stages=2),
-    train_solam=dict(n_epochs=2), train_pga=dict(n_stages=2),
+    train_ppd_sg=dict(max_epochs=2), train_ppd_adagrad=dict(max_epochs=2),
+    train_solam=dict(max_epochs=2), train_pga=dict(max_epochs=2),
     train_sorel=dict(max_epochs=2), train_lsvrg=dict(max_epochs=2),
     train_prospect=dict(max_epochs=2), train_spectral_sgd=dict(max_epochs=2))
 # variants whose files differ in kind: kernel models (with and without mixup rows) and

@@ -1,4 +1,4 @@
-"""Exact ROC AUC (spec seed2 section 5): ties count one half, O(n log n).
+"""Exact ROC AUC: ties count one half, O(n log n).
 
     AUC = (1/(n+ n-)) sum_{i: y_i=+1} sum_{j: y_j=-1} ( I[s_i > s_j] + 0.5 I[s_i == s_j] )
 

@@ -1,5 +1,5 @@
 """The square-loss AUC surrogate of a linear model, its exact evaluation and its optimum
-(spec seed2 sections 1.2-1.4).
+(Liu, Yuan, Ying & Yang 2020, Proposition 1 and its appendix A.1; docs/auc.md).
 
 For scores ``h = Xw``, positives P and negatives N (``n+ = |P|``, ``n- = |N|``,
 ``p = n+/n``), the pairwise surrogate is
@@ -19,50 +19,42 @@ so the regularised objective of dualsolve's AUC family is
 minimised (a, b, alpha at their closed forms ``a = m+``, ``b = m-``, ``alpha = m- - m+``).
 """
 import numpy as np
+import scipy.sparse as sp
 
-from .._validation import check_csr, check_labels, check_positive, check_regularization, check_int, check_budget
+from .._validation import (check_budget, check_csr, check_labels, check_positive,
+                           check_regularization)
 from ..model import Model, make_history
+from . import _ppd
 
 
-def _class_moments(h, pos):
-    hp, hn = h[pos], h[~pos]
-    mp, mn = hp.mean(), hn.mean()
-    vp = np.mean((hp - mp) ** 2)
-    vn = np.mean((hn - mn) ** 2)
-    return mp, mn, vp, vn
-
-
-def pairwise_from_scores(h, pos):
-    """P_n from scores h and a boolean positive mask, via the O(n) moment formula."""
-    mp, mn, vp, vn = _class_moments(np.asarray(h, dtype=np.float64), pos)
-    gap = mn - mp
-    return 1.0 + vp + vn + gap * gap + 2.0 * gap
-
-
-def _setup(X, y):
+def _setup(X, y, lam):
     Xc = check_csr(X)
     y_pm, classes = check_labels(y, Xc.shape[0], "binary")
-    import scipy.sparse as sp
-    Xs = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape, copy=False)
-    return Xs, y_pm > 0, classes
+    lam = check_regularization(lam, None, Xc.shape[0], allow_zero=True)
+    return Xc, y_pm, classes, lam
 
 
-def auc_surrogate_objective(X, y, w, lam=0.0):
+def _evaluate(Xc, y_pm, w, lam):
+    indptr = Xc.indptr if Xc.indptr.dtype == Xc.indices.dtype else Xc.indptr.astype(Xc.indices.dtype)
+    return _ppd.evaluate(Xc.data, Xc.indices, indptr, Xc.shape[1], y_pm, w, lam)
+
+
+def auc_surrogate_objective(X, y, w, lam=None):
     """Exact value of the square-loss AUC surrogate at ``w`` in O(nnz(X)).
 
     Returns ``(P_n, J)`` with the pairwise loss
     ``P_n(w) = (1/(n+ n-)) sum_{i in +} sum_{j in -} (1 - x_i.w + x_j.w)^2`` and the
     objective of the AUC solvers ``J(w) = p(1-p) (P_n(w) - 1) + (lam/2) ||w||^2``,
-    ``p = n+/n`` (see ``dualsolve.auc.surrogate``).
+    ``p = n+/n``, lam default ``1/n`` as in the solvers (see ``dualsolve.auc.surrogate``).
+    Computed as the solvers' certificate is: class moments of the scores by compensated
+    sums.
     """
-    Xs, pos, _ = _setup(X, y)
-    lam = check_regularization(lam, None, Xs.shape[0], allow_zero=True)
+    Xc, y_pm, _, lam = _setup(X, y, lam)
     w = np.asarray(w, dtype=np.float64).ravel()
-    if w.shape[0] != Xs.shape[1]:
-        raise ValueError(f"w has {w.shape[0]} values but X has {Xs.shape[1]} features")
-    p = pos.mean()
-    Pn = pairwise_from_scores(Xs @ w, pos)
-    return Pn, p * (1.0 - p) * (Pn - 1.0) + 0.5 * lam * float(w @ w)
+    if w.shape[0] != Xc.shape[1]:
+        raise ValueError(f"w has {w.shape[0]} values but X has {Xc.shape[1]} features")
+    ev = _evaluate(Xc, y_pm, np.ascontiguousarray(w), lam)
+    return ev["pairwise"], ev["J"]
 
 
 def _cg(apply, rhs, tol, max_iter):
@@ -91,9 +83,9 @@ def _cg(apply, rhs, tol, max_iter):
     return x, max_iter, False
 
 
-def auc_surrogate_optimum(X, y, lam=0.0, *, tol=1e-12, max_iter=None):
-    """The exact minimiser of the square-loss AUC surrogate of a linear model (spec seed2
-    section 1.4), the reference the stochastic AUC solvers converge to.
+def auc_surrogate_optimum(X, y, lam=None, *, tol=1e-12, max_iter=None):
+    """The exact minimiser of the square-loss AUC surrogate of a linear model, the
+    reference the stochastic AUC solvers converge to.
 
     Objective, with ``p = n+/n``, class means ``mu+``, ``mu-`` of the rows and
     ``h_i = x_i.w``::
@@ -115,7 +107,8 @@ def auc_surrogate_optimum(X, y, lam=0.0, *, tol=1e-12, max_iter=None):
     ----------
     X : sparse matrix/array (n, n_features)
     y : array (n,) with two distinct values (the larger is the positive class)
-    lam : float >= 0
+    lam : float >= 0, optional
+        Default ``1/n``, as in the solvers.
     tol : float > 0
         CG stops when the residual norm is ``<= tol * ||mu+ - mu-||``.
     max_iter : int, optional
@@ -124,13 +117,16 @@ def auc_surrogate_optimum(X, y, lam=0.0, *, tol=1e-12, max_iter=None):
     Returns
     -------
     Model
-        ``coef`` = w*; ``params`` holds ``a``, ``b``, ``alpha``, ``p``, ``lam``,
-        ``objective`` (J), ``pairwise`` (P_n), ``cg_iterations``; ``converged`` is CG's
-        flag. No intercept (the pairwise loss is invariant to a shift of the scores).
+        ``coef`` = w*; ``params`` holds ``saddle_a``, ``saddle_b``, ``saddle_alpha``,
+        ``p``, ``lam``, ``objective`` (J), ``pairwise`` (P_n), ``gap`` (the solvers'
+        certificate at w*, ``||grad J||^2 / (2 lam)``), ``cg_iterations``;
+        ``stop_reason`` is "converged" when CG reached its tolerance, else "max_epochs".
+        No intercept (the pairwise loss is invariant to a shift of the scores).
     """
-    Xs, pos, classes = _setup(X, y)
+    Xc, y_pm, classes, lam = _setup(X, y, lam)
+    Xs = sp.csr_matrix((Xc.data, Xc.indices, Xc.indptr), shape=Xc.shape, copy=False)
+    pos = y_pm > 0
     n, d = Xs.shape
-    lam = check_regularization(lam, None, n, allow_zero=True)
     tol = check_positive(tol, "tol")
     max_iter = 10 * d + 100 if max_iter is None else check_budget(max_iter, "max_iter", 1)
     n_pos = int(pos.sum())
@@ -151,12 +147,11 @@ def auc_surrogate_optimum(X, y, lam=0.0, *, tol=1e-12, max_iter=None):
         return Xs.T @ r + dvec * (dvec @ v) + shift * v
 
     w, iters, ok = _cg(apply, mu_pos - mu_neg, tol, max_iter)
-    h = Xs @ w
-    a, b = h[pos].mean(), h[~pos].mean()
-    Pn = pairwise_from_scores(h, pos)
-    J = pq * (Pn - 1.0) + 0.5 * lam * float(w @ w)
-    params = dict(a=float(a), b=float(b), alpha=float(b - a), p=p, lam=lam,
-                  objective=float(J), pairwise=float(Pn), cg_iterations=int(iters), tol=tol)
-    history = make_history([(0, 0.0, J, np.nan, np.nan)])
-    return Model(coef=w, history=history, converged=ok, n_epochs=0,
-                 solver="auc_surrogate_optimum", params=params, classes=classes)
+    ev = _evaluate(Xc, y_pm, w, lam)
+    a, b = ev["mean_pos"], ev["mean_neg"]
+    params = dict(saddle_a=a, saddle_b=b, saddle_alpha=b - a, p=p, lam=lam,
+                  objective=ev["J"], pairwise=ev["pairwise"], gap=ev["measure"],
+                  cg_iterations=int(iters), tol=tol)
+    history = make_history([(0, 0.0, ev["J"], np.nan, ev["measure"])])
+    return Model(coef=w, history=history, stop_reason="converged" if ok else "max_epochs",
+                 n_epochs=0, solver="auc_surrogate_optimum", params=params, classes=classes)

@@ -248,7 +248,7 @@ def seeds():
             dualsolve.train_df_spdc(X, y, max_epochs=2),
             dualsolve.train_sorel(X, y * 2.0, max_epochs=2),
             dualsolve.train_svrg(X, y, max_epochs=2),
-            dualsolve.train_ppd_sg(X, y, n_stages=1)]
+            dualsolve.train_ppd_sg(X, y, max_epochs=1)]
     out = []
     for m in models:
         m.save(RESAVED)

@@ -1,8 +1,15 @@
-"""The AUC tests' shared NumPy pieces (loaded by path: tests run in importlib mode): the
-per-sample gradients of F, Algorithm 4's online estimate of p, one dense mini-batch gradient
-step, test problems and the twin comparison."""
+"""The AUC tests' shared pieces (loaded by path: tests run in importlib mode): the per-sample
+gradients of F, Algorithm 4's online estimate of p, one dense mini-batch gradient step, test
+problems, the engines run directly (a budget of exact stages in steps, the trace of the drawn
+rows: what the dense twins replay) and the twin comparison."""
+import math
+
 import numpy as np
 import scipy.sparse as sp
+
+from dualsolve._validation import check_csr
+from dualsolve.auc import _ppd, _solam
+from dualsolve.auc.api import stage_plan
 
 
 def grads_np(h, yi, a, b, al, p, pq):
@@ -13,7 +20,7 @@ def grads_np(h, yi, a, b, al, p, pq):
 
 
 class OnlineP:
-    """Algorithm 4 (spec 2.4) with dualsolve's initial values."""
+    """Algorithm 4 of Liu et al. (2020) with dualsolve's initial values."""
 
     def __init__(self):
         self.tp = self.tn = 0.0
@@ -71,12 +78,64 @@ def gaussian_problem(seed, n, d=20, p=0.1, mu_seed=100):
     return X, y
 
 
-def assert_twin(m, ref, used, tol=1e-12):
-    w, a, b, alpha, consumed = ref
-    assert consumed == used == m.params["n_samples"]
-    scale = max(1.0, np.abs(w).max())
-    assert np.abs(m.coef - w).max() <= tol * scale
-    for got, want in [(m.params["a"], a), (m.params["b"], b), (m.params["alpha"], alpha)]:
+def csr_arrays(X):
+    """(data, indices, indptr) of a validated X, indptr of the indices' dtype."""
+    Xc = check_csr(X)
+    indptr = Xc.indptr if Xc.indptr.dtype == Xc.indices.dtype else Xc.indptr.astype(Xc.indices.dtype)
+    return Xc.data, Xc.indices, indptr
+
+
+def schedule(method, K, eta0, T0, decay=3.0, growth=3.0):
+    """(etas, Ts) of the first K stages: T_k iterates for PPD (steps + 1), steps for PGA."""
+    plan = [stage_plan(method, k, eta0, T0, decay, growth) for k in range(1, K + 1)]
+    etas = [e for e, _ in plan]
+    steps = [int(s) for _, s in plan]
+    return etas, (steps if method == "pga" else [s + 1 for s in steps])
+
+
+def reset_sizes(K, alpha_batch, growth=3.0):
+    return [math.floor(alpha_batch * growth ** (k - 1) + 0.5) for k in range(1, K + 1)]
+
+
+def run_engine(X, y, method, *, K, eta0, T0, lam=0.0, gamma=None, decay=3.0, growth=3.0,
+               delta=1e-2, R1=None, R2=None, batch_size=1, p=None, alpha_batch=0, seed=3,
+               scaled_sg=True, mon=None):
+    """ppd_run for exactly K stages (a budget in steps) with tol = 0, recording the drawn
+    rows. Returns (w, result dict, the drawn rows, etas, Ts)."""
+    etas, Ts = schedule(method, K, eta0, T0, decay, growth)
+    steps = sum(Ts) if method == "pga" else sum(T - 1 for T in Ts)
+    trace = np.full(steps * batch_size + 10 * sum(reset_sizes(K, alpha_batch, growth)) + 1000,
+                    -1, dtype=np.intp)
+    w = np.zeros(X.shape[1])
+    r = _ppd.solve(*csr_arrays(X), X.shape[1], np.where(y > 0, 1.0, -1.0), w, method,
+                   lam=lam, eta0=eta0, T0=T0, decay=decay, growth=growth,
+                   inv_gamma=0.0 if gamma is None or np.isinf(gamma) else 1.0 / gamma,
+                   delta=delta, R1=np.inf if R1 is None else R1,
+                   R2=np.inf if R2 is None else R2, batch_size=batch_size,
+                   p_mode="online" if p == "online" else "fixed",
+                   p=np.nan if p is None or p == "online" else p, alpha_batch=alpha_batch,
+                   tol=0.0, max_epochs=0, seed=seed, mon=mon, trace=trace, max_steps=steps,
+                   scaled_sg=scaled_sg)
+    assert r["n_stages"] == K and r["n_steps"] == steps
+    return w, r, trace[trace >= 0], etas, Ts
+
+
+def run_solam(X, y, *, zeta, R, lam=0.0, max_epochs=3, seed=4):
+    """solam_run with tol = 0, recording the drawn rows: (w, result dict, drawn rows)."""
+    trace = np.full(max_epochs * X.shape[0], -1, dtype=np.intp)
+    w = np.zeros(X.shape[1])
+    r = _solam.solve(*csr_arrays(X), X.shape[1], np.where(y > 0, 1.0, -1.0), w, zeta=zeta,
+                     R=R, lam=lam, tol=0.0, max_epochs=max_epochs, seed=seed, trace=trace)
+    return w, r, trace[trace >= 0]
+
+
+def assert_twin(w, r, ref, used, tol=1e-12):
+    """The engine's (w, result) against a twin's (w, a, b, alpha, samples consumed)."""
+    wt, a, b, alpha, consumed = ref
+    assert consumed == used == r["n_samples"]
+    scale = max(1.0, np.abs(wt).max())
+    assert np.abs(w - wt).max() <= tol * scale
+    for got, want in [(r["a"], a), (r["b"], b), (r["alpha"], alpha)]:
         assert abs(got - want) <= tol * max(1.0, abs(want))
 
 
