@@ -243,7 +243,7 @@ def seeds():
             dualsolve.train_mixup_sdca(X, y, kernel="rbf", n_mix=10, max_epochs=3),
             dualsolve.train_mixup_sdca((X @ X.T).toarray(), y, kernel="precomputed",
                                        max_epochs=3),
-            dualsolve.train_kernel_sgd(X, y, lr=0.1, kernel="poly", max_epochs=2),
+            dualsolve.train_kernel_sgd(X, y, step=0.1, kernel="poly", max_epochs=2),
             dualsolve.train_mixup_sdca(X, y, n_mix=5, max_epochs=3),
             dualsolve.train_df_spdc(X, y, max_epochs=2),
             dualsolve.train_sorel(X, y * 2.0, max_epochs=2),
