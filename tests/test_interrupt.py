@@ -33,7 +33,7 @@ RUNS = {
     "svrg": lambda X, y: ds.train_svrg(X, y, loss="logistic", lam=1e-6, tol=0.0,
                                        max_epochs=BIG),
     "adfsdca": lambda X, y: ds.train_adfsdca(X, y, lam=1e-6, tol=0.0, max_epochs=BIG),
-    "sorel": lambda X, y: ds.train_sorel(X, y, loss="logistic", max_epochs=BIG),
+    "sorel": lambda X, y: ds.train_sorel(X, y, loss="logistic", tol=0.0, max_epochs=BIG),
     "ppd_sg": lambda X, y: ds.train_ppd_sg(X, y, T0=BIG, tol=0.0, max_epochs=BIG),
     "ppd_adagrad": lambda X, y: ds.train_ppd_adagrad(X, y, T0=BIG, tol=0.0, max_epochs=BIG),
     "pga": lambda X, y: ds.train_pga(X, y, T0=BIG, tol=0.0, max_epochs=BIG),

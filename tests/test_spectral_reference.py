@@ -1,5 +1,5 @@
-"""The certified reference optimum of spectral risk minimisation (spec seed4 section 5 and
-test 19): the certificate is valid and tight, ERM is ridge, and a brute-force epigraph
+"""The certified reference optimum of spectral risk minimisation: the certificate is
+valid and tight, ERM is ridge, and a brute-force epigraph
 solve over all n! permutations (scipy SLSQP, no dualsolve code) agrees on tiny problems.
 """
 import itertools
@@ -15,24 +15,24 @@ from dualsolve.spectral.reference import spectral_reference
 SPECTRA = [("erm", None), ("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
 
 
-def primal(X, y, w, sigma, mu):
+def primal(X, y, w, sigma, lam):
     l = 0.5 * (X @ w - y) ** 2
-    return float(np.dot(np.sort(sigma), np.sort(l)) + 0.5 * mu * w @ w)
+    return float(np.dot(np.sort(sigma), np.sort(l)) + 0.5 * lam * w @ w)
 
 
 @pytest.mark.parametrize("kind,param", SPECTRA)
 def test_certificate_tight_on_yacht(yacht, kind, param):
     X, y = yacht
     n = len(y)
-    r = spectral_reference(X, y, spectrum=kind, spectrum_param=param, mu=1.0 / n)
+    r = spectral_reference(X, y, spectrum=kind, spectrum_param=param, lam=1.0 / n)
     assert r.converged
     assert r.primal >= r.dual
     assert r.gap == pytest.approx(r.primal - r.dual, abs=0)
     assert r.gap <= 1e-10 * abs(r.primal)
     # the reported primal is F(coef), recomputed independently
-    assert primal(X, y, r.coef, r.sigma, r.mu) == pytest.approx(r.primal, rel=1e-14)
-    # lam is in the permutahedron: sum 1, majorised by sigma
-    s = np.sort(r.lam)[::-1].cumsum()
+    assert primal(X, y, r.coef, r.sigma, r.lam) == pytest.approx(r.primal, rel=1e-14)
+    # lambda is in the permutahedron: sum 1, majorised by sigma
+    s = np.sort(r.loss_weights)[::-1].cumsum()
     t = np.sort(r.sigma)[::-1].cumsum()
     assert abs(s[-1] - 1.0) < 1e-12 and np.all(s <= t + 1e-12)
 
@@ -47,7 +47,7 @@ def test_weak_duality_fuzz(yacht, kind, param):
     for scale in (1e-6, 1e-3, 1e-1, 1.0):
         for _ in range(20):
             w = r.coef + scale * rng.standard_normal(X.shape[1])
-            assert primal(X, y, w, r.sigma, r.mu) >= r.dual
+            assert primal(X, y, w, r.sigma, r.lam) >= r.dual
     # and a stopped-early run still gives a valid (looser) certificate against the tight one
     tight = spectral_reference(X, y, spectrum=kind, spectrum_param=param)
     assert r.dual <= tight.primal + 1e-15 and r.primal >= tight.dual - 1e-15
@@ -58,11 +58,11 @@ def test_weak_duality_fuzz(yacht, kind, param):
 def test_erm_is_ridge(spectral, name):
     X, y = spectral.standardized(name)
     n, d = X.shape
-    mu = 1.0 / n
-    w = np.linalg.solve(X.T @ X / n + mu * np.eye(d), X.T @ y / n)
-    r = spectral_reference(X, y, spectrum="erm", mu=mu)
+    lam = 1.0 / n
+    w = np.linalg.solve(X.T @ X / n + lam * np.eye(d), X.T @ y / n)
+    r = spectral_reference(X, y, spectrum="erm", lam=lam)
     assert np.allclose(r.coef, w, rtol=0, atol=1e-12 * np.abs(w).max())
-    assert r.primal == pytest.approx(0.5 * np.mean((X @ w - y) ** 2) + 0.5 * mu * w @ w,
+    assert r.primal == pytest.approx(0.5 * np.mean((X @ w - y) ** 2) + 0.5 * lam * w @ w,
                                      rel=1e-13)
     assert r.gap <= 1e-13 * r.primal
 
@@ -73,18 +73,18 @@ def test_wide_problem_and_sparse_input():
     n, d = 15, 40
     X = rng.standard_normal((n, d))
     y = rng.standard_normal(n)
-    mu = 0.05
-    w = np.linalg.solve(X.T @ X / n + mu * np.eye(d), X.T @ y / n)
-    r = spectral_reference(X, y, spectrum="erm", mu=mu)
+    lam = 0.05
+    w = np.linalg.solve(X.T @ X / n + lam * np.eye(d), X.T @ y / n)
+    r = spectral_reference(X, y, spectrum="erm", lam=lam)
     assert np.allclose(r.coef, w, atol=1e-12)
-    r1 = spectral_reference(X, y, spectrum="extremile", mu=mu)
-    r2 = spectral_reference(sp.csr_matrix(X), y, spectrum="extremile", mu=mu)
+    r1 = spectral_reference(X, y, spectrum="extremile", lam=lam)
+    r2 = spectral_reference(sp.csr_matrix(X), y, spectrum="extremile", lam=lam)
     assert r1.gap <= 1e-10 * r1.primal and r2.gap <= 1e-10 * r2.primal
     assert r1.primal == pytest.approx(r2.primal, rel=1e-12)
 
 
-def brute_force(X, y, sigma, mu):
-    """min_{w,t} t + (mu/2)||w||^2  s.t.  t >= sum_i sigma_{pi(i)} l_i(w) for every
+def brute_force(X, y, sigma, lam):
+    """min_{w,t} t + (lam/2)||w||^2  s.t.  t >= sum_i sigma_{pi(i)} l_i(w) for every
     permutation pi (R_sigma is the max of these n! smooth convex functions), by SLSQP."""
     n, d = X.shape
     P = np.array([sigma[list(p)] for p in itertools.permutations(range(n))])   # (n!, n)
@@ -105,12 +105,12 @@ def brute_force(X, y, sigma, mu):
 
     w0 = np.linalg.lstsq(X, y, rcond=None)[0] * 0.5
     v0 = np.append(w0, (P @ losses(w0)).max() + 1.0)
-    res = so.minimize(lambda v: v[d] + 0.5 * mu * v[:d] @ v[:d], v0,
-                      jac=lambda v: np.append(mu * v[:d], 1.0), method="SLSQP",
+    res = so.minimize(lambda v: v[d] + 0.5 * lam * v[:d] @ v[:d], v0,
+                      jac=lambda v: np.append(lam * v[:d], 1.0), method="SLSQP",
                       constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
                       options={"ftol": 1e-15, "maxiter": 1000})
     w = res.x[:d]
-    return float(np.dot(sigma, np.sort(losses(w))) + 0.5 * mu * w @ w), w
+    return float(np.dot(sigma, np.sort(losses(w))) + 0.5 * lam * w @ w), w
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -119,7 +119,7 @@ def test_brute_force_tiny(case):
     n, d = 6, 3
     X = rng.standard_normal((n, d))
     y = X @ rng.standard_normal(d) + rng.standard_normal(n)
-    mu = 0.1
+    lam = 0.1
     if case < 4:
         kind, param = SPECTRA[case]
         sigma = spectrum(kind, n, param)
@@ -129,8 +129,8 @@ def test_brute_force_tiny(case):
     else:
         sigma = np.sort(rng.random(n) ** 3)              # a random spectrum
         sigma /= sigma.sum()
-    F_bf, w_bf = brute_force(X, y, sigma, mu)
-    r = spectral_reference(X, y, spectrum=sigma, mu=mu)
+    F_bf, w_bf = brute_force(X, y, sigma, lam)
+    r = spectral_reference(X, y, spectrum=sigma, lam=lam)
     assert r.converged and r.gap <= 1e-10 * r.primal
     assert r.primal == pytest.approx(F_bf, rel=1e-8, abs=0)
     assert r.dual <= F_bf + 1e-13                        # the certificate bounds SLSQP too
@@ -138,7 +138,7 @@ def test_brute_force_tiny(case):
 
 
 def test_diabetes_certified_values():
-    """The certified F* of the spec's section 5 table (sklearn diabetes)."""
+    """The certified F* of sklearn's diabetes data (our implementation notes' table)."""
     datasets = pytest.importorskip("sklearn.datasets")
     X, y = datasets.load_diabetes(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
@@ -147,11 +147,11 @@ def test_diabetes_certified_values():
     expected = {("erm", None): 0.241293075153045, ("esrm", 2.0): 0.401169488626530,
                 ("extremile", 2.5): 0.445619747855813, ("superquantile", 0.5): 0.443216905195794}
     for (kind, param), F in expected.items():
-        r = spectral_reference(X, y, spectrum=kind, spectrum_param=param, mu=1.0 / n,
+        r = spectral_reference(X, y, spectrum=kind, spectrum_param=param, lam=1.0 / n,
                                tol=1e-15)
         assert r.gap <= 1e-15 and r.primal == pytest.approx(F, abs=2e-15), kind
         assert r.dual <= F + 2e-15 and F <= r.primal + 2e-15   # F printed to 15 digits
-    r = spectral_reference(X, y, spectrum="superquantile", spectrum_param=0.5 / n, mu=1.0 / n,
+    r = spectral_reference(X, y, spectrum="superquantile", spectrum_param=0.5 / n, lam=1.0 / n,
                            tol=1e-12)
     assert r.converged and r.primal == pytest.approx(1.3722453, abs=1e-7)
 
@@ -167,8 +167,8 @@ def test_bad_inputs(yacht):
         spectral_reference(X, y, spectrum=np.full(n - 1, 1.0 / (n - 1)))
     with pytest.raises(ValueError, match="spectrum_param"):
         spectral_reference(X, y, spectrum="superquantile", spectrum_param=1.5)
-    with pytest.raises(ValueError, match="mu"):
-        spectral_reference(X, y, spectrum="erm", mu=0.0)
+    with pytest.raises(ValueError, match="lam"):
+        spectral_reference(X, y, spectrum="erm", lam=0.0)
     with pytest.raises(ValueError, match="loss"):
         spectral_reference(X, y, spectrum="erm", loss="hinge")
     with pytest.raises(ValueError, match="y has"):

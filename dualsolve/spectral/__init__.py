@@ -1,4 +1,4 @@
-"""Spectral risk minimisation (spec seed4, SOREL): spectra, the spectral risk and the
+"""Spectral risk minimisation (Ge & Jiang 2024, SOREL): spectra, the spectral risk and the
 projection onto the permutahedron.
 
 Solvers: ``train_sorel`` (SOREL, the Cython loop in ``_sorel.pyx``; C API in

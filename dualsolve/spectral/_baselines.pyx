@@ -1,13 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The Prospect and mini-batch SGD loops (spec seed4 section 2.6, section 3); see
-_baselines.pxd for the algorithms. LSVRG runs on ``_sorel.sorel_run`` (see there)."""
-import time
-
+"""The Prospect and mini-batch SGD loops and their runs to a certificate; see _baselines.pxd
+for the algorithms. LSVRG runs on ``_sorel.sorel_run`` (see there)."""
 import numpy as np
 
-from libc.math cimport log1p, isfinite, NAN
+from libc.math cimport log1p, isfinite, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memmove, memset
+from libc.string cimport memcpy, memmove, memset
 
 from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
@@ -16,11 +14,17 @@ from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift_catch_up,
                                    drift_step, drift_flush, ScaledVec, sv_init, sv_scale,
                                    sv_add, sv_dot, sv_renormalize)
-from dualsolve._core.isotonic cimport argsort_stable
-from dualsolve.spectral._sorel cimport (SorelProblem, sorel_work_sizes, sorel_problem_init,
-                                        sorel_objective, SOREL_MAX_EPOCHS, SOREL_STOPPED,
-                                        SOREL_DIVERGED)
-from dualsolve._monitor import EpochMonitor
+from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
+                                     epoch_hook)
+from dualsolve.spectral._sorel cimport (SorelProblem, SorelResult, sorel_work_sizes,
+                                        sorel_problem_init, sorel_risk_at_zero)
+
+#: the hook is polled (epoch = -1) once every POLL_MASK + 1 steps (Prospect) or batches (SGD)
+cdef enum:
+    POLL_MASK = 4095
 
 
 # ---------------------------------------------------------------------------------------
@@ -35,14 +39,14 @@ cdef void prospect_work_sizes(Py_ssize_t n, Py_ssize_t d, Py_ssize_t* n_double,
 
 
 cdef void prospect_problem_init(ProspectProblem* P, Py_ssize_t n, Py_ssize_t d,
-                                const double* y, Loss loss, double mu, const double* sigma,
+                                const double* y, Loss loss, double lam, const double* sigma,
                                 double* w, double* dwork, Py_ssize_t* iwork,
                                 int64_t* lwork) noexcept nogil:
     P.n = n
     P.d = d
     P.y = y
     P.loss = loss
-    P.mu = mu
+    P.lam = lam
     P.sigma = sigma
     P.w = w
     P.S = dwork
@@ -54,7 +58,7 @@ cdef void prospect_problem_init(ProspectProblem* P, Py_ssize_t n, Py_ssize_t d,
     P.pos = iwork + n
     P.iw = iwork + 2 * n
     P.last = lwork
-    P.alpha = 0.0
+    P.step = 0.0
     P.shifts = 0
     P.trace = NULL
     P.trace_len = 0
@@ -65,12 +69,12 @@ cdef void prospect_problem_init(ProspectProblem* P, Py_ssize_t n, Py_ssize_t d,
 
 
 cdef void prospect_start(const floating* data, const index_t* indices, const index_t* indptr,
-                         ProspectProblem* P, double alpha, unsigned long long seed) noexcept nogil:
+                         ProspectProblem* P, double step, unsigned long long seed) noexcept nogil:
     cdef Py_ssize_t i, p, n = P.n
     cdef index_t a0, a1
     cdef double m, c
     rng_seed(&P.rng, <uint64_t>seed)
-    P.alpha = alpha
+    P.step = step
     P.shifts = 0
     for i in range(n):                      # losses into rho (scratch), derivatives into gtab
         a0 = indptr[i]
@@ -156,24 +160,31 @@ cdef void prospect_reposition(ProspectProblem* P, Py_ssize_t i, double v) noexce
     P.pos[i] = q
 
 
-cdef void prospect_lambda(const ProspectProblem* P, double* lam) noexcept nogil:
+cdef void prospect_lambda(const ProspectProblem* P, double* dual) noexcept nogil:
     cdef Py_ssize_t i
     for i in range(P.n):
-        lam[i] = P.sigma[P.pos[i]]
+        dual[i] = P.sigma[P.pos[i]]
 
 
-cdef void prospect_epoch(const floating* data, const index_t* indices, const index_t* indptr,
-                         ProspectProblem* P, Py_ssize_t T) noexcept nogil:
+cdef int prospect_epoch(const floating* data, const index_t* indices, const index_t* indptr,
+                        ProspectProblem* P, Py_ssize_t T, epoch_hook hook,
+                        void* ctx) noexcept nogil:
     cdef Py_ssize_t n = P.n, i, j, q, p
     cdef index_t a0, a1
     cdef int64_t t
-    cdef double al = P.alpha, a, m, g, l, lam, dS, coef, xv, nn = <double>P.n
+    cdef int stop = 0
+    cdef double al = P.step, a, m, g, l, lam, dS, coef, xv, nn = <double>P.n
     cdef DriftJIT st
-    # untouched coordinates: w_j <- a (w_j - alpha S_j), a = 1/(1 + alpha mu)
-    a = 1.0 / (1.0 + al * P.mu)
-    drift_init(&st, P.w, P.last, NULL, P.d, P.tab, T, a, -log1p(al * P.mu), P.S, -a * al,
+    # untouched coordinates: w_j <- a (w_j - step S_j), a = 1/(1 + step lam)
+    a = 1.0 / (1.0 + al * P.lam)
+    drift_init(&st, P.w, P.last, NULL, P.d, P.tab, T, a, -log1p(al * P.lam), P.S, -a * al,
                NULL, 0.0, 0)
     for t in range(T):
+        if (t & POLL_MASK) == POLL_MASK and hook != NULL:
+            stop = hook(ctx, -1, NULL)                # Ctrl-C during a long epoch
+            if stop != 0:
+                drift_flush(&st, t)
+                return stop
         i = <Py_ssize_t>rng_below(&P.rng, <uint64_t>n)
         if P.trace != NULL and P.trace_pos < P.trace_len:
             P.trace[P.trace_pos] = i
@@ -188,7 +199,7 @@ cdef void prospect_epoch(const floating* data, const index_t* indices, const ind
         lam = P.sigma[P.pos[i]]
         dS = lam * g - P.rho[i] * P.gtab[i]
         if dS != 0.0:
-            # w_J <- a (w_J - alpha (n dS x_i + S_J)), then S_J += dS x_i (S is read at
+            # w_J <- a (w_J - step (n dS x_i + S_J)), then S_J += dS x_i (S is read at
             # the step, so it changes only after the touched coordinates are current)
             coef = -a * al * nn * dS
             for q in range(a0, a1):
@@ -205,6 +216,7 @@ cdef void prospect_epoch(const floating* data, const index_t* indices, const ind
                 P.otrace[P.otrace_pos * n + p] = P.order[p]
             P.otrace_pos += 1
     drift_flush(&st, T)
+    return 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,7 +230,7 @@ cdef void sgd_work_sizes(Py_ssize_t n, Py_ssize_t b, Py_ssize_t* n_double,
 
 
 cdef void sgd_problem_init(SgdProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssize_t b,
-                           const double* y, Loss loss, double mu, const double* sigma_b,
+                           const double* y, Loss loss, double lam, const double* sigma_b,
                            double* w, double* dwork, Py_ssize_t* iwork,
                            unsigned long long seed) noexcept nogil:
     cdef Py_ssize_t i
@@ -227,7 +239,7 @@ cdef void sgd_problem_init(SgdProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssize_t
     P.b = b
     P.y = y
     P.loss = loss
-    P.mu = mu
+    P.lam = lam
     P.sigma_b = sigma_b
     P.w = w
     P.mb = dwork
@@ -244,15 +256,21 @@ cdef void sgd_problem_init(SgdProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssize_t
     rng_seed(&P.rng, <uint64_t>seed)
 
 
-cdef void sgd_epoch(const floating* data, const index_t* indices, const index_t* indptr,
-                    SgdProblem* P, double alpha, Py_ssize_t T) noexcept nogil:
+cdef int sgd_epoch(const floating* data, const index_t* indices, const index_t* indptr,
+                   SgdProblem* P, double step, Py_ssize_t T, epoch_hook hook,
+                   void* ctx) noexcept nogil:
     cdef Py_ssize_t b = P.b, t, r, k, i, base
     cdef index_t a0, a1
     cdef double lam
+    cdef int stop = 0
     cdef ScaledVec sv
     sv_init(&sv, P.w, P.d)
     rng_shuffle(&P.rng, P.order, P.n)
     for t in range(T):
+        if (t & POLL_MASK) == POLL_MASK and hook != NULL:
+            stop = hook(ctx, -1, NULL)                # Ctrl-C during a long epoch
+            if stop != 0:
+                break
         base = t * b
         for r in range(b):                          # all margins at the same w
             i = P.order[base + r]
@@ -264,100 +282,193 @@ cdef void sgd_epoch(const floating* data, const index_t* indices, const index_t*
             P.mb[r] = sv_dot(&sv, data + a0, indices + a0, a1 - a0)
             P.lb[r] = loss_value(&P.loss, P.mb[r], P.y[i])
         argsort_stable(P.lb, b, P.bperm, P.biw, False)
-        for k in range(b):                          # lam_B = sigma_b[rank(l_B)]
+        for k in range(b):                          # lambda_B = sigma_b[rank(l_B)]
             r = P.bperm[k]
             lam = P.sigma_b[k]
             P.cb[r] = lam * loss_deriv(&P.loss, P.mb[r], P.y[P.order[base + r]]) \
                 if lam != 0.0 else 0.0
-        sv_scale(&sv, 1.0 - alpha * P.mu)           # w <- (1 - alpha mu) w
-        for r in range(b):                          #      - alpha sum_B lam phi' x
+        sv_scale(&sv, 1.0 - step * P.lam)           # w <- (1 - step lam) w
+        for r in range(b):                          #      - step sum_B lambda phi' x
             if P.cb[r] != 0.0:
                 i = P.order[base + r]
                 a0 = indptr[i]
                 a1 = indptr[i + 1]
-                sv_add(&sv, -alpha * P.cb[r], data + a0, indices + a0, a1 - a0)
+                sv_add(&sv, -step * P.cb[r], data + a0, indices + a0, a1 - a0)
     sv_renormalize(&sv)
+    return stop
 
 
 # ---------------------------------------------------------------------------------------
-# Python drivers: the nogil loop runs one epoch at a time; between epochs the objective
-# is evaluated (its time is left out of the clock: it serves only the history) and the
-# monitor reports (verbose, callback, Ctrl-C).
+# the runs to a certificate
 
 
-cdef class _Objective:
-    """Work space of F(w) through the SOREL module's sorel_objective (shared code: one pass
-    over X and a warm-started stable sort)."""
+cdef double _check(const floating* data, const index_t* indices, const index_t* indptr,
+                   SorelProblem* Q, bint have, bint warm, double* F) noexcept nogil:
+    """F(w) into F[0] and, when ``have``, the gap G(w, Q.dual) (else NaN), from one pass
+    over X: margins, losses, derivatives and X^T (Q.dual * phi'(Xw)) (into Q.ubar); the
+    losses are sorted into Q.lperm (from its previous order when ``warm``)."""
+    cdef Py_ssize_t i, j, p, n = Q.n
+    cdef index_t a0, a1
+    cdef double m, c, r
+    cdef KahanSum R = ksum_new(), ww = ksum_new(), a = ksum_new(), qq = ksum_new()
+    if have:
+        memset(Q.ubar, 0, Q.d * sizeof(double))
+    for i in range(n):
+        a0 = indptr[i]
+        a1 = indptr[i + 1]
+        m = sparse_dot(data + a0, indices + a0, a1 - a0, Q.w)
+        Q.l_cur[i] = loss_value(&Q.loss, m, Q.y[i])
+        Q.dbar[i] = loss_deriv(&Q.loss, m, Q.y[i])
+        if have:
+            c = Q.dual[i] * Q.dbar[i]
+            if c != 0.0:
+                sparse_axpy(c, data + a0, indices + a0, a1 - a0, Q.ubar)
+    argsort_stable(Q.l_cur, n, Q.lperm, Q.iw, warm)
+    for j in range(n):
+        p = Q.lperm[j]
+        ksum_add(&R, Q.sigma[j] * Q.l_cur[p])
+        if have:
+            ksum_add(&a, (Q.sigma[j] - Q.dual[p]) * Q.l_cur[p])
+    for j in range(Q.d):
+        ksum_add(&ww, Q.w[j] * Q.w[j])
+        if have:
+            r = Q.ubar[j] + Q.lam * Q.w[j]
+            ksum_add(&qq, r * r)
+    F[0] = ksum_value(&R) + 0.5 * Q.lam * ksum_value(&ww)
+    if not have:
+        return NAN
+    # the first term is >= 0 (lambda in Pi_sigma); rounding may leave a few ulp below
+    r = ksum_value(&a)
+    return (r if r > 0.0 else 0.0) + ksum_value(&qq) / (2.0 * Q.lam)
+
+
+cdef int _run(const floating* data, const index_t* indices, const index_t* indptr,
+              ProspectProblem* PP, SgdProblem* PS, SorelProblem* Q, const BaselineOptions* opt,
+              SorelResult* res, epoch_hook hook, void* ctx) noexcept nogil:
+    """The epochs of Prospect (PP) or SGD (PS, the other NULL) to a certificate."""
+    cdef Py_ssize_t n = Q.n, d = Q.d, k = 0, i, j
+    cdef double F = NAN, gap = NAN, target, beta, passes
+    cdef double values[BASELINE_HOOK_VALUES]
+    cdef int stop = 0
+    cdef bint have = Q.dual_given
+    res.status = STATUS_MAX_EPOCHS
+    res.f0 = sorel_risk_at_zero(Q)
+    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
+    target = opt.tol * res.f0 if opt.tol > 0.0 else -INFINITY
+    if have:                                           # the given lambda, in Pi_sigma
+        memcpy(Q.z, Q.dual, n * sizeof(double))
+        project_permutahedron(Q.z, Q.sigma, Q.dual, n, Q.perm, Q.iw, Q.pdw, False)
+    if PP != NULL:
+        prospect_start(data, indices, indptr, PP, opt.step, opt.seed)
+    while True:
+        gap = _check(data, indices, indptr, Q, have, k > 0, &F)
+        if PP != NULL:
+            passes = 0.0 if k == 0 else 1.0 + k
+        else:
+            passes = <double>k * <double>(opt.steps * PS.b) / <double>n
+        if not isfinite(F):
+            values[0], values[1], values[2], values[3] = F, NAN, NAN, passes
+            stop = hook(ctx, k, values) if hook != NULL else 0
+            res.status = stop if stop != 0 else STATUS_DIVERGED
+            break
+        values[0], values[1], values[2], values[3] = F, F - gap, gap, passes
+        stop = hook(ctx, k, values) if hook != NULL else 0
+        if gap <= target:
+            res.status = STATUS_CONVERGED
+            break
+        if stop != 0:
+            res.status = stop
+            break
+        if k >= opt.max_epochs:
+            break
+        # the vertex at w_k joins the average: the certificate's lambda from the next epoch
+        # on (weights k + 1; a given lambda stands for the past)
+        if k > 0 or not Q.dual_given:
+            beta = 2.0 / <double>(k + 2)
+            for j in range(n):
+                i = Q.lperm[j]
+                Q.dual[i] += beta * (Q.sigma[j] - Q.dual[i])
+        have = True
+        memcpy(Q.wk, Q.w, d * sizeof(double))
+        if PP != NULL:
+            stop = prospect_epoch(data, indices, indptr, PP, opt.steps, hook, ctx)
+        else:
+            stop = sgd_epoch(data, indices, indptr, PS, opt.step, opt.steps, hook, ctx)
+        if stop != 0:                                  # back to the reported w_k
+            memcpy(Q.w, Q.wk, d * sizeof(double))
+            res.status = stop
+            break
+        k += 1
+    if not have:                                       # no certificate: the vertex at w_k
+        for j in range(n):
+            Q.dual[Q.lperm[j]] = Q.sigma[j]
+    res.n_epochs = k
+    res.primal = F
+    res.gap = gap
+    res.dual = F - gap
+    return res.status
+
+
+cdef int prospect_run(const floating* data, const index_t* indices, const index_t* indptr,
+                      ProspectProblem* P, SorelProblem* Q, const BaselineOptions* opt,
+                      SorelResult* res, epoch_hook hook, void* ctx) noexcept nogil:
+    return _run(data, indices, indptr, P, NULL, Q, opt, res, hook, ctx)
+
+
+cdef int sgd_run(const floating* data, const index_t* indices, const index_t* indptr,
+                 SgdProblem* P, SorelProblem* Q, const BaselineOptions* opt, SorelResult* res,
+                 epoch_hook hook, void* ctx) noexcept nogil:
+    return _run(data, indices, indptr, NULL, P, Q, opt, res, hook, ctx)
+
+
+# ---------------------------------------------------------------------------------------
+# the engines' Python entries (train_prospect, train_spectral_sgd): history, verbose lines,
+# callback and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
+
+
+cdef class _Checks:
+    """Work space of the checks: a SorelProblem (b = T = 1) over the data."""
     cdef SorelProblem Q
-    cdef double[::1] dwork, lam
+    cdef double[::1] dwork
     cdef Py_ssize_t[::1] iwork
     cdef int64_t[::1] lwork
 
     def __init__(self, Py_ssize_t n, Py_ssize_t d, const double[::1] y, str loss,
-                 double loss_param, const double[::1] sigma, double mu, double[::1] w):
+                 double loss_param, const double[::1] sigma, double lam, double[::1] w,
+                 double[::1] dual, bint dual_given):
         cdef Py_ssize_t nd, ni, nl
         sorel_work_sizes(n, d, 1, 1, &nd, &ni, &nl)
         self.dwork = np.zeros(nd)
         self.iwork = np.zeros(ni, dtype=np.intp)
         self.lwork = np.zeros(nl, dtype=np.int64)
-        self.lam = np.zeros(n)
-        sorel_problem_init(&self.Q, n, d, 1, 1, &y[0], make_loss(loss, loss_param), mu,
-                           &sigma[0], &w[0], &self.lam[0], &self.dwork[0], &self.iwork[0],
+        sorel_problem_init(&self.Q, n, d, 1, 1, &y[0], make_loss(loss, loss_param), lam,
+                           &sigma[0], &w[0], &dual[0], &self.dwork[0], &self.iwork[0],
                            &self.lwork[0])
+        self.Q.dual_given = dual_given
 
 
-
-
-cdef tuple _run_epochs(const floating* data, const index_t* indices, const index_t* indptr,
-                       SorelProblem* Q, ProspectProblem* PP, SgdProblem* PS, double alpha,
-                       Py_ssize_t steps, Py_ssize_t max_epochs, object mon):
-    """The epochs of Prospect (PP) or SGD (PS, the other NULL), each followed by F(w)
-    (``Q``, not counted in the solver's clock) and the monitor's report. Returns (status,
-    epochs done, last F)."""
-    cdef double F
-    cdef int status = SOREL_MAX_EPOCHS
-    cdef Py_ssize_t k, n_epochs = 0
-    t0 = time.perf_counter()
-    with nogil:
-        F = sorel_objective(data, indices, indptr, Q, False)
-    mon.t0 += time.perf_counter() - t0
-    if not isfinite(F):
-        return SOREL_DIVERGED, 0, F
-    if mon.report(0, F, NAN, NAN):
-        return SOREL_STOPPED, 0, F
-    for k in range(max_epochs):
-        with nogil:
-            if PP != NULL:
-                prospect_epoch(data, indices, indptr, PP, steps)
-            else:
-                sgd_epoch(data, indices, indptr, PS, alpha, steps)
-        t0 = time.perf_counter()
-        with nogil:
-            F = sorel_objective(data, indices, indptr, Q, True)
-        mon.t0 += time.perf_counter() - t0
-        n_epochs = k + 1
-        if not isfinite(F):
-            status = SOREL_DIVERGED
-            break
-        if mon.report(k + 1, F, NAN, NAN):
-            status = SOREL_STOPPED
-            break
-    return status, n_epochs, F
-
-
-def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
-                  const index_t[::1] indptr, Py_ssize_t n_features, const double[::1] y,
-                  str loss, const double[::1] sigma, double mu, double[::1] w,
-                  double[::1] lam, double alpha, Py_ssize_t max_epochs,
-                  unsigned long long seed, int verbose, callback, trace=None, otrace=None,
-                  double loss_param=0.0):
-    """Prospect on validated arrays; w (w_0 on entry) and lam are overwritten.
-    trace: intp array receiving the sampled rows; otrace: intp array (steps, n) receiving
-    the maintained sorted order after every step (tests).
-    Returns (status, n_epochs, primal, history_rows, total_shifts)."""
-    cdef Py_ssize_t n = lam.shape[0], d = n_features, k
-    if indptr.shape[0] != n + 1 or y.shape[0] != n or sigma.shape[0] != n or w.shape[0] != d:
+def _check_shapes(mon, Py_ssize_t n, Py_ssize_t n_rows, Py_ssize_t ny, Py_ssize_t nsigma,
+                  Py_ssize_t nw, Py_ssize_t d):
+    if n_rows != n or ny != n or nsigma != n or nw != d:
         raise ValueError("inconsistent shapes")
+    if mon.n_values != BASELINE_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; the baselines report "
+                         f"{BASELINE_HOOK_VALUES}")
+
+
+def solve_prospect(const floating[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, Py_ssize_t n_features, const double[::1] y,
+                   str loss, double loss_param, const double[::1] sigma, double lam,
+                   double[::1] w, double[::1] dual, bint dual_given, double step,
+                   Py_ssize_t max_epochs, double tol, unsigned long long seed, mon,
+                   trace=None, order_trace=None):
+    """prospect_run on validated arrays (w: w_0 in, the iterate out; dual: lambda_0 in when
+    ``dual_given``, the certificate's lambda out). trace: an intp array receiving the
+    sampled rows; order_trace: an intp array (steps, n) receiving the maintained sorted
+    order after every step. Returns (status, n_epochs, primal, dual, gap, F(0), total
+    displacement of the table's entries)."""
+    cdef Py_ssize_t n = dual.shape[0], d = n_features
+    _check_shapes(mon, n, indptr.shape[0] - 1, y.shape[0], sigma.shape[0], w.shape[0], d)
     cdef Py_ssize_t nd, ni, nl
     prospect_work_sizes(n, d, &nd, &ni, &nl)
     cdef double[::1] dwork = np.zeros(nd)
@@ -365,61 +476,67 @@ def _fit_prospect(const floating[::1] data, const index_t[::1] indices,
     cdef int64_t[::1] lwork = np.zeros(nl, dtype=np.int64)
     cdef double[::1] wv = w if d > 0 else np.zeros(1)
     cdef ProspectProblem P
-    prospect_problem_init(&P, n, d, &y[0], make_loss(loss, loss_param), mu, &sigma[0], &wv[0],
-                          &dwork[0], &iwork[0], &lwork[0])
+    prospect_problem_init(&P, n, d, &y[0], make_loss(loss, loss_param), lam, &sigma[0],
+                          &wv[0], &dwork[0], &iwork[0], &lwork[0])
     cdef Py_ssize_t[:, ::1] otr
     P.trace = intp_out(trace, &P.trace_len)
-    if otrace is not None:
-        otr = otrace
+    if order_trace is not None:
+        otr = order_trace
         if otr.shape[0] > 0:
             if otr.shape[1] != n:
-                raise ValueError("otrace must have n columns")
+                raise ValueError("order_trace must have n columns")
             P.otrace = &otr[0, 0]
             P.otrace_steps = otr.shape[0]
-    cdef _Objective obj = _Objective(n, d, y, loss, loss_param, sigma, mu, wv)
-    cdef SorelProblem* Q = &obj.Q
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
+    cdef _Checks chk = _Checks(n, d, y, loss, loss_param, sigma, lam, wv, dual, dual_given)
+    cdef BaselineOptions opt
+    opt.step = step
+    opt.steps = n
+    opt.max_epochs = max_epochs
+    opt.tol = tol
+    opt.seed = seed
+    cdef SorelResult res
+    mon.set_coef(np.asarray(wv)[:d])
     with nogil:
-        prospect_start(&data[0], &indices[0], &indptr[0], &P, alpha, seed)
-    status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, &P, NULL, 0.0, n,
-                                      max_epochs, mon)
-    prospect_lambda(&P, &lam[0])
-    if mon.error is not None:
-        raise mon.error
-    return status, n_epochs, F, mon.rows, int(P.shifts)
+        prospect_run(&data[0], &indices[0], &indptr[0], &P, &chk.Q, &opt, &res, python_hook,
+                     <void*>mon)
+    return res.status, res.n_epochs, res.primal, res.dual, res.gap, res.f0, int(P.shifts)
 
 
-def _fit_sgd(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-             Py_ssize_t n_features, const double[::1] y, str loss, const double[::1] sigma,
-             const double[::1] sigma_b, double mu, double[::1] w, double alpha,
-             Py_ssize_t max_epochs, unsigned long long seed, int verbose, callback,
-             trace=None, double loss_param=0.0):
-    """Mini-batch SGD on validated arrays (batch size = len(sigma_b)); w is overwritten.
-    Returns (status, n_epochs, primal, history_rows)."""
-    cdef Py_ssize_t n = y.shape[0], d = n_features, b = sigma_b.shape[0], k
-    if indptr.shape[0] != n + 1 or sigma.shape[0] != n or w.shape[0] != d:
-        raise ValueError("inconsistent shapes")
+def solve_sgd(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+              Py_ssize_t n_features, const double[::1] y, str loss, double loss_param,
+              const double[::1] sigma, const double[::1] sigma_b, double lam, double[::1] w,
+              double[::1] dual, bint dual_given, double step, Py_ssize_t max_epochs,
+              double tol, unsigned long long seed, mon, trace=None):
+    """sgd_run on validated arrays (batch size = len(sigma_b); w and dual as for
+    solve_prospect). Returns (status, n_epochs, primal, dual, gap, F(0))."""
+    cdef Py_ssize_t n = dual.shape[0], d = n_features, b = sigma_b.shape[0]
+    _check_shapes(mon, n, indptr.shape[0] - 1, y.shape[0], sigma.shape[0], w.shape[0], d)
     if not 1 <= b <= n:
         raise ValueError(f"batch size must lie in [1, n = {n}]; got {b}")
-    if not alpha * mu < 1.0:
-        raise ValueError("alpha mu must be < 1")
-    cdef Py_ssize_t nd, ni, T = n // b
+    if not step * lam < 1.0:
+        raise ValueError("step lam must be < 1")
+    cdef Py_ssize_t nd, ni
     sgd_work_sizes(n, b, &nd, &ni)
     cdef double[::1] dwork = np.zeros(nd)
     cdef Py_ssize_t[::1] iwork = np.zeros(ni, dtype=np.intp)
     cdef double[::1] wv = w if d > 0 else np.zeros(1)
     cdef SgdProblem P
-    sgd_problem_init(&P, n, d, b, &y[0], make_loss(loss, loss_param), mu, &sigma_b[0], &wv[0],
+    sgd_problem_init(&P, n, d, b, &y[0], make_loss(loss, loss_param), lam, &sigma_b[0], &wv[0],
                      &dwork[0], &iwork[0], seed)
     P.trace = intp_out(trace, &P.trace_len)
-    cdef _Objective obj = _Objective(n, d, y, loss, loss_param, sigma, mu, wv)
-    cdef SorelProblem* Q = &obj.Q
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap"), coef=np.asarray(wv)[:d])
-    status, n_epochs, F = _run_epochs(&data[0], &indices[0], &indptr[0], Q, NULL, &P, alpha, T,
-                                      max_epochs, mon)
-    if mon.error is not None:
-        raise mon.error
-    return status, n_epochs, F, mon.rows
+    cdef _Checks chk = _Checks(n, d, y, loss, loss_param, sigma, lam, wv, dual, dual_given)
+    cdef BaselineOptions opt
+    opt.step = step
+    opt.steps = n // b
+    opt.max_epochs = max_epochs
+    opt.tol = tol
+    opt.seed = seed
+    cdef SorelResult res
+    mon.set_coef(np.asarray(wv)[:d])
+    with nogil:
+        sgd_run(&data[0], &indices[0], &indptr[0], &P, &chk.Q, &opt, &res, python_hook,
+                <void*>mon)
+    return res.status, res.n_epochs, res.primal, res.dual, res.gap, res.f0
 
 
 def _reposition_replay(const double[::1] l0, const Py_ssize_t[::1] idx, const double[::1] vals):

@@ -1,54 +1,63 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The SOREL loop (spec seed4 sections 2.3, 2.4, 3); see _sorel.pxd for the algorithm.
+"""The SOREL loop (Ge & Jiang 2024; also the LSVRG loop) and its certificate; see _sorel.pxd
+for the algorithm.
 
-The dual-step guard (on in ``sorel_run``; ``eta_guard=False`` in ``train_sorel`` turns it
-off). With the paper's schedule eta_k = C (k+1)/n grows without bound. Near the optimum the
+The dual-step guard (``opt.guard``; ``dual_step_guard=False`` in ``train_sorel`` turns it
+off). With the paper's schedule eta_k = c (k+1)/n grows without bound. Near the optimum the
 dual iteration is an extrapolated projected gradient ascent on D(lambda) = min_w lambda^T l(w)
 + g(w), restricted to the face of Pi_sigma that holds lambda* (the optimum of a spectral risk
 generically sits where losses of distinct rows tie, so lambda* is not a vertex). Linearised
 with theta -> 1, a face direction of curvature L evolves by z^2 - (1 - 2 a) z - a = 0,
 a = eta L: the alternating root passes -1 at a = 2/3. Once eta_k crosses 2/(3 L_face) the
 dual steps flip sign and grow, and w is thrown off the optimum (observed after a few hundred
-epochs on yacht, energy and concrete with the paper's tuned (alpha, C)); far beyond it lambda
-jumps between vertices (the App. C toy). The guard watches the dual steps s_k = lambda_{k+1}
-- lambda_k: when three successive pairs are anti-aligned (cos(s_j, s_{j-1}) < -1/2) and the
-alternation is not dying out (||s_k|| >= 0.9 ||s_{k-3}||), C is halved for the rest of the
-run (eta_k = C' (k+1)/n with C' = C/2, C/4, ...: eta halves at once and then grows at half
-the rate). Past a fixed limit 2/(3 L_face) this happens again at most once per doubling of
-k, and each time the alternating mode has only grown for a few epochs. While the run is
-converging the steps are aligned, so the guard does not act; early on it acts when C is
-simply too large (lambda jumping between vertices, the App. C toy).
+epochs on yacht, energy and concrete with the paper's tuned step sizes); far beyond it lambda
+jumps between vertices (the paper's appendix C toy). The guard watches the dual steps
+s_k = lambda_{k+1} - lambda_k: when three successive pairs are anti-aligned
+(cos(s_j, s_{j-1}) < -1/2) and the alternation is not dying out (||s_k|| >= 0.9 ||s_{k-3}||),
+the scale c is halved for the rest of the run (eta halves at once and then grows at half the
+rate). Past a fixed limit 2/(3 L_face) this happens again at most once per doubling of k, and
+each time the alternating mode has only grown for a few epochs. While the run is converging
+the steps are aligned, so the guard does not act; early on it acts when c is simply too large
+(lambda jumping between vertices, the toy).
 """
 import numpy as np
 
-from libc.math cimport log1p, isfinite, sqrt, NAN, HUGE_VAL
+from libc.math cimport log1p, isfinite, sqrt, NAN, INFINITY, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from dualsolve._core.buffers cimport intp_out
-from dualsolve._core.hooks cimport report_or_stop
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
+                                     epoch_hook)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift_catch_up,
                                    drift_step, drift_flush)
 from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
-from dualsolve._monitor import EpochMonitor
+
+#: the hook is polled (epoch = -1) once every POLL_MASK + 1 batches of an epoch
+cdef enum:
+    POLL_MASK = 4095
 
 
 cdef SorelOptions sorel_default_options() noexcept nogil:
     cdef SorelOptions o
-    o.alpha = 0.01
-    o.C = 0.1
-    o.tau_c = 20.0
-    o.eta_max = 0.0
+    o.step = 0.01
+    o.dual_step_scale = 0.1
+    o.prox_scale = 20.0
+    o.dual_step_max = 0.0
     o.form = SOREL_GRADIENT
     o.sampling = SOREL_UNIFORM
     o.batch_size = 1
     o.steps = 0
     o.max_epochs = 64
+    o.tol = 0.0
     o.seed = 0
     o.no_dual_prox = False
+    o.guard = True
     return o
 
 
@@ -63,39 +72,43 @@ cdef Py_ssize_t sorel_epoch_steps(const SorelOptions* opt, Py_ssize_t n) noexcep
 cdef void sorel_work_sizes(Py_ssize_t n, Py_ssize_t d, Py_ssize_t b, Py_ssize_t T,
                            Py_ssize_t* n_double, Py_ssize_t* n_intp,
                            Py_ssize_t* n_int64) noexcept nogil:
-    # + 2 n for the dual-step guard (the previous step and lambda_k), after P.cb
-    n_double[0] = 7 * n + 2 * d + drift_table_size(T) + b
+    n_double[0] = 7 * n + 3 * d + b + drift_table_size(T)
     n_intp[0] = 4 * n + b
     n_int64[0] = d if d > 0 else 1
 
 
 cdef void sorel_problem_init(SorelProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssize_t b,
-                             Py_ssize_t T, const double* y, Loss loss, double mu,
-                             const double* sigma, double* w, double* lam, double* dwork,
+                             Py_ssize_t T, const double* y, Loss loss, double lam,
+                             const double* sigma, double* w, double* dual, double* dwork,
                              Py_ssize_t* iwork, int64_t* lwork) noexcept nogil:
     P.n = n
     P.d = d
     P.y = y
     P.loss = loss
-    P.mu = mu
+    P.lam = lam
     P.sigma = sigma
     P.w = w
-    P.lam = lam
+    P.dual = dual
+    P.dual_given = False
     P.l_cur = dwork
     P.l_prev = dwork + n
     P.dbar = dwork + 2 * n
     P.z = dwork + 3 * n
     P.pdw = dwork + 4 * n
-    P.gbar = dwork + 5 * n
-    P.wk = dwork + 5 * n + d
-    P.tab = dwork + 5 * n + 2 * d
-    P.cb = P.tab + drift_table_size(T)
+    P.s_prev = dwork + 5 * n
+    P.dual_old = dwork + 6 * n
+    P.gbar = dwork + 7 * n
+    P.ubar = dwork + 7 * n + d
+    P.wk = dwork + 7 * n + 2 * d
+    P.cb = dwork + 7 * n + 3 * d
+    P.tab = dwork + 7 * n + 3 * d + b
     P.perm = iwork
     P.lperm = iwork + n
     P.iw = iwork + 2 * n
     P.order = iwork + 3 * n
     P.batch = iwork + 4 * n
     P.last = lwork
+    P.cert_t = 1.0
     P.trace = NULL
     P.trace_len = 0
     P.trace_pos = 0
@@ -105,7 +118,8 @@ cdef double sorel_objective(const floating* data, const index_t* indices, const 
                             SorelProblem* P, bint warm) noexcept nogil:
     cdef Py_ssize_t i, j, n = P.n
     cdef index_t a, e
-    cdef double m, F = 0.0, ww = 0.0
+    cdef double m
+    cdef KahanSum F = ksum_new(), ww = ksum_new()
     for i in range(n):
         a = indptr[i]
         e = indptr[i + 1]
@@ -114,17 +128,34 @@ cdef double sorel_objective(const floating* data, const index_t* indices, const 
         P.dbar[i] = loss_deriv(&P.loss, m, P.y[i])
     argsort_stable(P.l_cur, n, P.lperm, P.iw, warm)
     for j in range(n):
-        F += P.sigma[j] * P.l_cur[P.lperm[j]]
+        ksum_add(&F, P.sigma[j] * P.l_cur[P.lperm[j]])
     for j in range(P.d):
-        ww += P.w[j] * P.w[j]
-    return F + 0.5 * P.mu * ww
+        ksum_add(&ww, P.w[j] * P.w[j])
+    return ksum_value(&F) + 0.5 * P.lam * ksum_value(&ww)
+
+
+cdef double sorel_risk_at_zero(SorelProblem* P) noexcept nogil:
+    """F(0) = R_sigma(phi(0; y)) (uses P.z and P.lperm as work)."""
+    cdef Py_ssize_t i, j
+    cdef KahanSum F = ksum_new()
+    for i in range(P.n):
+        P.z[i] = loss_value(&P.loss, 0.0, P.y[i])
+    argsort_stable(P.z, P.n, P.lperm, P.iw, False)
+    for j in range(P.n):
+        ksum_add(&F, P.sigma[j] * P.z[P.lperm[j]])
+    return ksum_value(&F)
 
 
 cdef inline void _vertex(SorelProblem* P) noexcept nogil:
     # lambda = sigma[rank(l)], ranks from P.lperm (ties: the stable order)
     cdef Py_ssize_t j
     for j in range(P.n):
-        P.lam[P.lperm[j]] = P.sigma[j]
+        P.dual[P.lperm[j]] = P.sigma[j]
+
+
+cdef inline void _epoch_sampling(SorelProblem* P, const SorelOptions* opt) noexcept nogil:
+    if opt.sampling == SOREL_PERMUTATION:
+        rng_shuffle(&P.rng, P.order, P.n)                 # a fresh permutation per epoch
 
 
 cdef inline void _draw_batch(SorelProblem* P, const SorelOptions* opt, Py_ssize_t* pos) noexcept nogil:
@@ -146,27 +177,20 @@ cdef inline void _draw_batch(SorelProblem* P, const SorelOptions* opt, Py_ssize_
                 P.trace_pos += 1
 
 
-cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
-                   SorelProblem* P, const SorelOptions* opt, SorelResult* res,
-                   sorel_hook hook, void* ctx) noexcept nogil:
-    """The loop with the dual-step guard on (module docstring)."""
-    return _sorel_loop(data, indices, indptr, P, opt, res, hook, ctx, True, NULL)
-
-
-cdef inline bint _guard_update(SorelProblem* P, double* s_prev, const double* lam_old,
-                               double* norm_hist, int* n_anti, bint have_prev) noexcept nogil:
-    """After the dual step: s = lambda_{k+1} - lambda_k (lam_old holds lambda_k). Returns
+cdef inline bint _guard_update(SorelProblem* P, double* norm_hist, int* n_anti,
+                               bint have_prev) noexcept nogil:
+    """After the dual step: s = lambda_{k+1} - lambda_k (P.dual_old holds lambda_k). Returns
     True when the step has turned unstable (three anti-aligned pairs in a row, and the
-    alternation not decaying: ||s_k|| >= 0.9 ||s_{k-3}||). s_prev becomes s; norm_hist
+    alternation not decaying: ||s_k|| >= 0.9 ||s_{k-3}||). P.s_prev becomes s; norm_hist
     keeps ||s_{k-3}||, ..., ||s_k||."""
     cdef Py_ssize_t i, n = P.n
     cdef double si, dot = 0.0, ss = 0.0, pp = 0.0
     for i in range(n):
-        si = P.lam[i] - lam_old[i]
-        dot += si * s_prev[i]
+        si = P.dual[i] - P.dual_old[i]
+        dot += si * P.s_prev[i]
         ss += si * si
-        pp += s_prev[i] * s_prev[i]
-        s_prev[i] = si
+        pp += P.s_prev[i] * P.s_prev[i]
+        P.s_prev[i] = si
     norm_hist[0] = norm_hist[1]
     norm_hist[1] = norm_hist[2]
     norm_hist[2] = norm_hist[3]
@@ -178,99 +202,184 @@ cdef inline bint _guard_update(SorelProblem* P, double* s_prev, const double* la
     return n_anti[0] >= 3 and norm_hist[3] >= 0.9 * norm_hist[0]
 
 
-cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t* indptr,
-                     SorelProblem* P, const SorelOptions* opt, SorelResult* res,
-                     sorel_hook hook, void* ctx, bint guard, double* eta_rec) noexcept nogil:
-    # eta_rec (NULL: unused) receives each epoch's eta before the hook reports the epoch
+cdef void _anchor(const floating* data, const index_t* indices, const index_t* indptr,
+                  SorelProblem* P, bint second) noexcept nogil:
+    """gbar = X^T (dual * dbar) and, with ``second``, ubar = X^T (dual_old * dbar) in the
+    same pass over the rows."""
+    cdef Py_ssize_t i, q, n = P.n
+    cdef index_t a0, a1
+    cdef double c1, c2, x
+    cdef double* g = P.gbar
+    cdef double* u = P.ubar
+    memset(g, 0, P.d * sizeof(double))
+    if not second:
+        for i in range(n):
+            c1 = P.dual[i] * P.dbar[i]
+            if c1 != 0.0:
+                a0 = indptr[i]
+                a1 = indptr[i + 1]
+                sparse_axpy(c1, data + a0, indices + a0, a1 - a0, g)
+        return
+    memset(u, 0, P.d * sizeof(double))
+    for i in range(n):
+        c1 = P.dual[i] * P.dbar[i]
+        c2 = P.dual_old[i] * P.dbar[i]
+        if c1 != 0.0 or c2 != 0.0:
+            for q in range(indptr[i], indptr[i + 1]):
+                x = data[q]
+                g[indices[q]] += c1 * x
+                u[indices[q]] += c2 * x
+
+
+cdef double _certificate(SorelProblem* P, bint second) noexcept nogil:
+    """G(w_k, lambda) minimised over lambda on the segment [dual_old, dual] (just dual
+    without ``second``): sets P.cert_t and returns G. Needs P.l_cur, P.lperm (sorted
+    losses at w_k), P.gbar = X^T (dual * dbar) and P.ubar = X^T (dual_old * dbar)."""
+    cdef Py_ssize_t i, j, p
+    cdef double lam = P.lam, u0, du, t, r
+    cdef KahanSum a1 = ksum_new(), a0 = ksum_new(), dd = ksum_new(), ud = ksum_new()
+    cdef KahanSum qq = ksum_new()
+    # R(l) - lambda^T l = sum_j (sigma_j - lambda_{p_j}) l_{p_j}: one sum of small terms
+    for j in range(P.n):
+        p = P.lperm[j]
+        ksum_add(&a1, (P.sigma[j] - P.dual[p]) * P.l_cur[p])
+        if second:
+            ksum_add(&a0, (P.sigma[j] - P.dual_old[p]) * P.l_cur[p])
+    t = 1.0
+    if second:
+        # G(t) = (1-t) a0 + t a1 + ||u0 + t du||^2 / (2 lam), u0 = ubar + lam w, du = gbar - ubar
+        for i in range(P.d):
+            u0 = P.ubar[i] + lam * P.w[i]
+            du = P.gbar[i] - P.ubar[i]
+            ksum_add(&dd, du * du)
+            ksum_add(&ud, u0 * du)
+        if ksum_value(&dd) > 0.0:
+            t = -((ksum_value(&a1) - ksum_value(&a0)) * lam + ksum_value(&ud)) / ksum_value(&dd)
+            t = 0.0 if t < 0.0 else (1.0 if t > 1.0 else t)
+    P.cert_t = t
+    for i in range(P.d):
+        if second:
+            r = (1.0 - t) * P.ubar[i] + t * P.gbar[i] + lam * P.w[i]
+        else:
+            r = P.gbar[i] + lam * P.w[i]
+        ksum_add(&qq, r * r)
+    # the first term is >= 0 (lambda in Pi_sigma); rounding may leave a few ulp below
+    r = (1.0 - t) * ksum_value(&a0) + t * ksum_value(&a1) if second else ksum_value(&a1)
+    return (r if r > 0.0 else 0.0) + ksum_value(&qq) / (2.0 * lam)
+
+
+cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
+                   SorelProblem* P, const SorelOptions* opt, SorelResult* res,
+                   epoch_hook hook, void* ctx) noexcept nogil:
+    """Epochs until G <= tol F(0), max_epochs or a stop from the hook (module docstring)."""
     cdef Py_ssize_t n = P.n, d = P.d, b = opt.batch_size
     cdef Py_ssize_t T = sorel_epoch_steps(opt, n)
     cdef Py_ssize_t i, j, k, r, q, t, pos
     cdef index_t a0, a1
-    cdef double F, theta, eta, inv_tau, al = opt.alpha, mu = P.mu, sc, c1, c2, a, log_a
-    cdef double m, coef, g, scale = <double>n / <double>b
+    cdef double F, theta, eta, inv_tau, al = opt.step, lam = P.lam, sc, c1, c2, a, log_a
+    cdef double m, coef, g, scale = <double>n / <double>b, target, gap = NAN, beta
+    cdef double per_epoch = 1.0 + <double>T * <double>b / <double>n
+    cdef double values[SOREL_HOOK_VALUES]
     cdef DriftJIT st
-    # the guard's buffers, carved after P.cb (sorel_work_sizes reserves them)
-    cdef double* s_prev = P.cb + b
-    cdef double* lam_old = P.cb + b + n
-    cdef double C_eff = opt.C
+    cdef double c_eff = opt.dual_step_scale
     cdef double norm_hist[4]
-    cdef int n_anti = 0
+    cdef int n_anti = 0, stop = 0
+    cdef bint guard = opt.guard and not opt.no_dual_prox
+    # the second point of the certificate's segment: lambda_k (SOREL) or the running
+    # average of the vertices (LSVRG)
+    cdef bint second = True
     norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
-    if guard and not opt.no_dual_prox:
-        memset(s_prev, 0, n * sizeof(double))
-    else:
-        guard = False
-    res.status = SOREL_MAX_EPOCHS
+    memset(P.s_prev, 0, n * sizeof(double))
+    res.status = STATUS_MAX_EPOCHS
     res.n_epochs = 0
-    res.error = 0
+    res.dual = NAN
+    res.gap = NAN
     rng_seed(&P.rng, <uint64_t>opt.seed)
     for i in range(n):
         P.order[i] = i
+    res.f0 = sorel_risk_at_zero(P)
+    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
+    target = opt.tol * res.f0 if opt.tol > 0.0 else -INFINITY
     F = sorel_objective(data, indices, indptr, P, False)
-    res.primal = F
-    _vertex(P)                                            # line 1: lambda_0
+    if P.dual_given:                                      # lambda_0: the given lambda ...
+        memcpy(P.z, P.dual, n * sizeof(double))
+        project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, False)
+    else:                                                 # ... or the vertex (line 1)
+        _vertex(P)
+    memcpy(P.dual_old, P.dual, n * sizeof(double))
     memcpy(P.l_prev, P.l_cur, n * sizeof(double))         # l(w_{-1}) = l(w_0)
-    if not isfinite(F):
-        res.status = SOREL_DIVERGED
-        return res.status
-    if hook != NULL and hook(ctx, 0, F, P.lam) != 0:
-        res.status = SOREL_STOPPED
-        return res.status
-    for k in range(opt.max_epochs):
-        # l_cur, dbar hold l(w_k), phi'(X w_k); l_prev holds l(w_{k-1})
+    P.cert_t = 1.0
+    k = 0
+    while True:
+        # P.w = w_k; l_cur, dbar, lperm: the losses at w_k; dual = lambda_k
+        if not isfinite(F):
+            values[0], values[1], values[2] = F, NAN, NAN
+            values[3], values[4] = k * per_epoch, NAN
+            stop = hook(ctx, k, values) if hook != NULL else 0
+            res.status = stop if stop != 0 else STATUS_DIVERGED
+            break
         theta = <double>k / <double>(k + 1)
         if opt.no_dual_prox:
-            _vertex(P)                                    # eta = infinity (App. C)
+            # the running average of the vertices (weights k + 1; a given lambda counts
+            # as the past) is the certificate's second point; then the vertex at w_k
+            _vertex(P)                                    # eta = infinity
+            if k > 0 or not P.dual_given:
+                beta = 2.0 / <double>(k + 2)
+                for i in range(n):
+                    P.dual_old[i] += beta * (P.dual[i] - P.dual_old[i])
+            eta = HUGE_VAL
             inv_tau = 0.0
-            if eta_rec != NULL:
-                eta_rec[0] = HUGE_VAL
         else:
-            eta = C_eff * <double>(k + 1) / <double>n
-            if opt.eta_max > 0.0 and eta > opt.eta_max:
-                eta = opt.eta_max
-            if eta_rec != NULL:
-                eta_rec[0] = eta
+            eta = c_eff * <double>(k + 1) / <double>n
+            if opt.dual_step_max > 0.0 and eta > opt.dual_step_max:
+                eta = opt.dual_step_max
+            memcpy(P.dual_old, P.dual, n * sizeof(double))
             for i in range(n):
-                P.z[i] = P.lam[i] + eta * ((1.0 + theta) * P.l_cur[i] - theta * P.l_prev[i])
-            if guard:
-                memcpy(lam_old, P.lam, n * sizeof(double))
-            project_permutahedron(P.z, P.sigma, P.lam, n, P.perm, P.iw, P.pdw, k > 0)
-            if guard and _guard_update(P, s_prev, lam_old, norm_hist, &n_anti, k > 0):
-                C_eff *= 0.5                              # past the stability limit: back off
+                P.z[i] = P.dual[i] + eta * ((1.0 + theta) * P.l_cur[i] - theta * P.l_prev[i])
+            project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, k > 0)
+            if guard and _guard_update(P, norm_hist, &n_anti, k > 0):
+                c_eff *= 0.5                              # past the stability limit: back off
                 n_anti = 0
-            inv_tau = <double>(k + 1) / (opt.tau_c * <double>n)
+            inv_tau = <double>(k + 1) / (opt.prox_scale * <double>n)
+        # the anchor gbar = X^T (lambda_{k+1} * phi'(X w_k)), and the certificate of w_k
+        _anchor(data, indices, indptr, P, second)
+        gap = _certificate(P, second)
+        values[0], values[1], values[2] = F, F - gap, gap
+        values[3], values[4] = k * per_epoch, eta
+        stop = hook(ctx, k, values) if hook != NULL else 0
+        if gap <= target:
+            res.status = STATUS_CONVERGED
+            break
+        if stop != 0:
+            res.status = stop
+            break
+        if k >= opt.max_epochs:
+            break
+        # T steps on the subproblem around the anchor w_k
         memcpy(P.l_prev, P.l_cur, n * sizeof(double))
-        # anchor: gbar = X^T (lambda * phi'(X w_k)), w_k
-        memset(P.gbar, 0, d * sizeof(double))
-        for i in range(n):
-            coef = P.lam[i] * P.dbar[i]
-            if coef != 0.0:
-                a0 = indptr[i]
-                a1 = indptr[i + 1]
-                sparse_axpy(coef, data + a0, indices + a0, a1 - a0, P.gbar)
         memcpy(P.wk, P.w, d * sizeof(double))
-        if opt.form == SOREL_GRADIENT:
-            # w <- (1 - al (mu + 1/tau)) w - al gbar + (al/tau) w_k - al sum c_i x_i
-            if not al * (mu + inv_tau) < 1.0:
-                res.error = -1
-                return -1
-            a = 1.0 - al * (mu + inv_tau)
-            log_a = log1p(-al * (mu + inv_tau))
+        if opt.form == SOREL_GRADIENT and al * (lam + inv_tau) < 1.0:
+            # w <- (1 - al (lam + 1/tau)) w - al gbar + (al/tau) w_k - al sum c_i x_i
+            a = 1.0 - al * (lam + inv_tau)
+            log_a = log1p(-al * (lam + inv_tau))
             c1 = -al
             c2 = al * inv_tau
             sc = al
         else:
-            # w <- a (w - al gbar + (al/tau) w_k - al sum c_i x_i),  a = 1/(1 + al mu + al/tau)
-            a = 1.0 / (1.0 + al * (mu + inv_tau))
-            log_a = -log1p(al * (mu + inv_tau))
+            # w <- a (w - al gbar + (al/tau) w_k - al sum c_i x_i),  a = 1/(1 + al lam + al/tau)
+            a = 1.0 / (1.0 + al * (lam + inv_tau))
+            log_a = -log1p(al * (lam + inv_tau))
             c1 = -a * al
             c2 = a * al * inv_tau
             sc = a * al
         drift_init(&st, P.w, P.last, NULL, d, P.tab, T, a, log_a, P.gbar, c1, P.wk, c2, 0)
-        if opt.sampling == SOREL_PERMUTATION:
-            rng_shuffle(&P.rng, P.order, n)               # a fresh permutation per epoch
+        _epoch_sampling(P, opt)
         pos = 0
         for t in range(T):
+            if (t & POLL_MASK) == POLL_MASK and hook != NULL:
+                stop = hook(ctx, -1, NULL)                # Ctrl-C during a long epoch
+                if stop != 0:
+                    break
             _draw_batch(P, opt, &pos)
             for r in range(b):
                 i = P.batch[r]
@@ -281,7 +390,7 @@ cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t
                 a0 = indptr[i]
                 a1 = indptr[i + 1]
                 m = sparse_dot(data + a0, indices + a0, a1 - a0, P.w)
-                P.cb[r] = scale * P.lam[i] * (loss_deriv(&P.loss, m, P.y[i]) - P.dbar[i])
+                P.cb[r] = scale * P.dual[i] * (loss_deriv(&P.loss, m, P.y[i]) - P.dbar[i])
             for r in range(b):
                 i = P.batch[r]
                 coef = -sc * P.cb[r]
@@ -292,57 +401,63 @@ cdef int _sorel_loop(const floating* data, const index_t* indices, const index_t
                         drift_step(&st, j, t, g)           # the dense part once per step
                     else:
                         P.w[j] += g                        # j already stepped by this batch
+        if stop != 0:                                     # back to the reported w_k
+            memcpy(P.w, P.wk, d * sizeof(double))
+            res.status = stop
+            break
         drift_flush(&st, T)
         F = sorel_objective(data, indices, indptr, P, True)
-        res.n_epochs = k + 1
-        res.primal = F
-        if not isfinite(F):
-            res.status = SOREL_DIVERGED
-            return res.status
-        if hook != NULL and hook(ctx, k + 1, F, P.lam) != 0:
-            res.status = SOREL_STOPPED
-            return res.status
+        k += 1
+    # the lambda of the last certificate
+    if P.cert_t != 1.0:
+        for i in range(n):
+            P.dual[i] = (1.0 - P.cert_t) * P.dual_old[i] + P.cert_t * P.dual[i]
+    res.n_epochs = k
+    res.primal = F
+    res.gap = gap
+    res.dual = F - gap
     return res.status
 
 
 # ---------------------------------------------------------------------------------------
-# Python driver
+# the engine's Python entry (train_sorel, train_lsvrg): history, verbose lines, callback
+# and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
 
 
-cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal,
-                      const double* lam) noexcept nogil:
-    with gil:
-        return report_or_stop(<object>ctx, (epoch, primal, NAN, NAN, (<object>ctx).eta[0]))
-
-
-def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-         Py_ssize_t n_features, const double[::1] y, str loss, const double[::1] sigma,
-         double mu, double[::1] w, double[::1] lam, double alpha, double C, double tau_c,
-         double eta_max, int form, int sampling, Py_ssize_t batch_size, Py_ssize_t steps,
-         Py_ssize_t max_epochs, unsigned long long seed, bint no_dual_prox, int verbose,
-         callback, trace=None, double loss_param=0.0, bint eta_guard=True):
-    """Run the SOREL loop on validated arrays; w (w_0 on entry) and lam are overwritten.
-    trace: an intp array receiving the sampled rows in order. eta_guard: the dual-step
-    guard (module docstring). Returns (status, n_epochs, primal, error, history_rows), a
-    row being (epoch, seconds, primal, dual, gap, eta of the epoch)."""
-    cdef Py_ssize_t n = lam.shape[0], d = n_features
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const double[::1] y, str loss, double loss_param,
+          const double[::1] sigma, double lam, double[::1] w, double[::1] dual,
+          bint dual_given, double step, double dual_step_scale, double prox_scale,
+          double dual_step_max, int form, int sampling, Py_ssize_t batch_size,
+          Py_ssize_t steps, Py_ssize_t max_epochs, double tol, unsigned long long seed,
+          bint no_dual_prox, bint guard, mon, trace=None):
+    """Run sorel_run on validated arrays (w: w_0 in, the iterate out; dual: lambda_0 in
+    when ``dual_given``, the certificate's lambda out), reporting every epoch to ``mon``
+    (which takes the first mon.n_values <= SOREL_HOOK_VALUES values). trace: an intp array
+    receiving the sampled rows in order. Returns (status, n_epochs, primal, dual, gap, F(0))."""
+    cdef Py_ssize_t n = dual.shape[0], d = n_features
     if (indptr.shape[0] != n + 1 or y.shape[0] != n or sigma.shape[0] != n
             or w.shape[0] != d):
         raise ValueError("inconsistent shapes")
     if not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
+    if mon.n_values > SOREL_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; sorel_run reports "
+                         f"{SOREL_HOOK_VALUES}")
     cdef SorelOptions opt = sorel_default_options()
-    opt.alpha = alpha
-    opt.C = C
-    opt.tau_c = tau_c
-    opt.eta_max = eta_max
+    opt.step = step
+    opt.dual_step_scale = dual_step_scale
+    opt.prox_scale = prox_scale
+    opt.dual_step_max = dual_step_max
     opt.form = form
     opt.sampling = sampling
     opt.batch_size = batch_size
     opt.steps = steps
     opt.max_epochs = max_epochs
+    opt.tol = tol
     opt.seed = seed
     opt.no_dual_prox = no_dual_prox
+    opt.guard = guard
     cdef Py_ssize_t T = sorel_epoch_steps(&opt, n)
     if T < 1:
         raise ValueError("an epoch needs at least one step")
@@ -355,35 +470,28 @@ def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1
     cdef Loss L = make_loss(loss, loss_param)
     cdef SorelProblem P
     cdef SorelResult res
-    sorel_problem_init(&P, n, d, batch_size, T, &y[0], L, mu, &sigma[0], &wv[0], &lam[0],
+    sorel_problem_init(&P, n, d, batch_size, T, &y[0], L, lam, &sigma[0], &wv[0], &dual[0],
                        &dwork[0], &iwork[0], &lwork[0])
+    P.dual_given = dual_given
     P.trace = intp_out(trace, &P.trace_len)
-    # the epoch's eta (the loop writes it, the hook adds it to the history row)
-    cdef double[::1] eta_now = np.full(1, np.nan)
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "eta"),
-                       coef=np.asarray(wv)[:d])
-    mon.eta = np.asarray(eta_now)
-    cdef int status
+    mon.set_coef(np.asarray(wv)[:d])
     with nogil:
-        status = _sorel_loop(&data[0], &indices[0], &indptr[0], &P, &opt, &res, _python_hook,
-                             <void*>mon, eta_guard, &eta_now[0])
-    if mon.error is not None:
-        raise mon.error
-    return res.status, res.n_epochs, res.primal, res.error, mon.rows
+        sorel_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    return res.status, res.n_epochs, res.primal, res.dual, res.gap, res.f0
 
 
 def objective(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
               Py_ssize_t n_features, const double[::1] y, str loss, const double[::1] sigma,
-              double mu, double[::1] w, double loss_param=0.0):
+              double lam, double[::1] w, double loss_param=0.0):
     """F(w) through sorel_objective (for tests and the Python API)."""
     cdef Py_ssize_t n = y.shape[0], d = n_features, nd, ni, nl
     sorel_work_sizes(n, d, 1, 1, &nd, &ni, &nl)
     cdef double[::1] dwork = np.zeros(nd)
     cdef Py_ssize_t[::1] iwork = np.zeros(ni, dtype=np.intp)
     cdef int64_t[::1] lwork = np.zeros(nl, dtype=np.int64)
-    cdef double[::1] lam = np.zeros(n)
+    cdef double[::1] dual = np.zeros(n)
     cdef double[::1] wv = w if d > 0 else np.zeros(1)
     cdef SorelProblem P
-    sorel_problem_init(&P, n, d, 1, 1, &y[0], make_loss(loss, loss_param), mu, &sigma[0], &wv[0],
-                       &lam[0], &dwork[0], &iwork[0], &lwork[0])
+    sorel_problem_init(&P, n, d, 1, 1, &y[0], make_loss(loss, loss_param), lam, &sigma[0],
+                       &wv[0], &dual[0], &dwork[0], &iwork[0], &lwork[0])
     return sorel_objective(&data[0], &indices[0], &indptr[0], &P, False)

@@ -1,113 +1,46 @@
-"""The baselines of the SOREL paper (spec seed4 section 2.6): ``train_lsvrg``,
+"""The baselines of the SOREL paper (Ge & Jiang 2024, section 5): ``train_lsvrg``,
 ``train_prospect`` and ``train_spectral_sgd``.
 
-Validation, defaults and the Model live here; the loops are Cython (LSVRG runs on
-``_sorel.sorel_run``, of which it is the no-dual-prox special case; Prospect and SGD are in
-``_baselines.pyx``, C API in ``_baselines.pxd``).
+The loops are Cython (LSVRG runs on ``_sorel.sorel_run``, of which it is the no-dual-prox
+special case; Prospect and SGD are in ``_baselines.pyx``, C API in ``_baselines.pxd``).
 
 All three minimise, with losses sorted ascending ``l_[1] <= ... <= l_[n]`` and a spectrum
 sigma (nonnegative, nondecreasing, sum 1)::
 
-    F(w) = sum_i sigma_i l_[i](w) + (mu/2) ||w||^2
+    F(w) = sum_i sigma_i l_[i](w) + (lam/2) ||w||^2
 
 without smoothing (nu = 0, the SOREL paper's setting for every baseline).
 """
-import warnings
-
 import numpy as np
 
-from .._validation import (ConvergenceWarning, check_csr, check_positive, check_regularization, check_int, check_budget,
-                           check_seed, check_choice)
-from ..model import Model, make_history, warm_start_coef
+from .._driver import Result, fit
+from .._params import Integral, Interval
 from . import _baselines, _sorel
-from .sorel import (_COMMON_PARAMS, _FORMS, _SAMPLING, _index_arrays, _loss_setup,
-                    _steps_setup)
-from .spectra import resolve_spectrum, spectrum as named_spectrum
+from .sorel import (COMMON_DOC, FORMS, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
+                    batches, describe, smoothness, sorel_step, spectrum_setup, start)
+from .spectra import spectrum as named_spectrum
 
 __all__ = ["train_lsvrg", "train_prospect", "train_spectral_sgd"]
-
-_STATUS = {1: "max_epochs", 2: "stopped", 3: "diverged"}
-
-
-# ---------------------------------------------------------------------------------------
-# shared checks
-
-
-def _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback, solver):
-    Xc = check_csr(X)
-    n, d = Xc.shape
-    loss, lparam, y_int, classes = _loss_setup(loss, y, n, solver)
-    sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = check_regularization(mu, None, n, "mu", allow_zero=True)
-    max_epochs = check_budget(max_epochs, "max_epochs", 0)
-    seed = check_seed(seed)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    sqn = Xc.sqnorm if Xc.sqnorm is not None else np.zeros(n)
-    Lmax = float(np.max(sqn)) * (0.25 if loss == "logistic" else 1.0) if n else 0.0
-    return Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed, Lmax
-
-
-def _alpha(alpha, auto, solver):
-    if isinstance(alpha, str):
-        check_choice(alpha, "alpha", ("auto",))
-        return float(auto)
-    return check_positive(alpha, "alpha")
-
-
-def _check_trace(tr, name, ndim=1):
-    if tr is not None and not (isinstance(tr, np.ndarray) and tr.dtype == np.intp
-                               and tr.ndim == ndim and tr.flags.c_contiguous):
-        raise TypeError(f"{name} must be a {ndim}-D contiguous intp array")
-
-
-def _with_passes(callback, passes):
-    """Hand ``info["passes"]`` (gradient evaluations / n so far) to the user's callback."""
-    if callback is None:
-        return None
-
-    def cb(info):
-        info["passes"] = passes(info["epoch"])
-        return callback(info)
-    return cb
-
-
-def _finish(solver, status, n_epochs, rows, passes, w, lam, params, classes, sigma, extra=()):
-    if status == 3:
-        warnings.warn(f"{solver} diverged (non-finite objective after {n_epochs} epochs); "
-                      "decrease alpha", ConvergenceWarning, stacklevel=3)
-    params["status"] = _STATUS[status]
-    hist = make_history([tuple(r) + (passes(r[0]),) for r in rows], extra_fields=("passes",))
-    return Model(coef=w, dual=lam, history=hist, converged=False, n_epochs=n_epochs,
-                 solver=solver, params=params, classes=classes,
-                 extra=dict(sigma=sigma, **dict(extra)))
-
-
-def _spectrum_name(spectrum):
-    return spectrum if isinstance(spectrum, str) else "custom"
-
 
 _OBJECTIVE_DOC = """
     Solves, with n rows ``x_i`` of X, losses ``l_i(w) = phi(x_i.w; y_i)`` sorted ascending
     ``l_[1] <= ... <= l_[n]`` and a spectrum ``sigma`` (nondecreasing, sum 1)::
 
-        min_w  F(w) = sum_i sigma_i l_[i](w) + (mu/2) ||w||^2
+        min_w  F(w) = sum_i sigma_i l_[i](w) + (lam/2) ||w||^2
 
     (the objective of :func:`train_sorel`; no intercept, no smoothing of the risk: nu = 0)."""
 
-_TAIL_PARAMS = """    max_epochs : int >= 0
-        Number of epochs. There is no stopping test (no cheap certificate exists;
-        ``spectral_reference`` gives one on small data).
-    seed : int or None
-    verbose : int
-        1 prints F(w) per epoch.
-    callback : callable, optional
-        ``callback(info)`` after every epoch (and at the start, epoch 0) with a dict
-        (epoch, time, primal = F(w), passes, coef: a read-only view of w); return True to
-        stop. Ctrl-C stops too (KeyboardInterrupt): Python code runs between epochs,
-        where a pending interrupt is raised; an epoch itself runs without the GIL.
-    warm_start : Model or array (n_features,), optional
-        The starting w_0 (default 0)."""
+_CERTIFICATE_DOC = """
+    Certificate (as :func:`train_sorel`'s): for any lambda in the permutahedron of sigma,
+    ``F(w) - F* <= G(w, lambda) = [R_sigma(l(w)) - lambda^T l(w)] +
+    ||X^T(lambda * phi'(Xw)) + lam w||^2 / (2 lam)``. This primal method has no lambda of
+    its own; the certificate takes the running average of the vertices
+    ``sigma[rank(l(w_j))]`` of its past iterates (weights j + 1){extra}. The gradient term
+    is divided by lam (1/n by default), so the gap is far above the suboptimality unless
+    the iterates settle: with ties among the losses at the optimum (the superquantile's
+    flat top), or a step too large to settle, the gap does not reach small tolerances, and
+    the run ends at ``max_epochs`` with a warning giving the gap reached
+    (docs/spectral.md has measurements)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,100 +48,93 @@ _TAIL_PARAMS = """    max_epochs : int >= 0
 
 
 def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                mu=None, alpha="auto", batch_size=1, sampling=None, steps_per_epoch=None,
-                form="gradient", max_epochs=64, seed=0, verbose=0, callback=None,
-                warm_start=None, _trace=None):
+                lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0, callback=None,
+                warm_start=None, step=None, batch_size=1, sampling=None, inner=None,
+                form="gradient"):
     """Train a linear model by LSVRG for spectral risks (Mehta et al., AISTATS 2023, with
-    nu = 0; spec seed4 section 2.6 (c)), the SOREL paper's baseline.
+    nu = 0), the SOREL paper's baseline.
     {objective}
 
-    Epoch k (length T = n steps by default):
+    Epoch k (``inner`` steps, n by default):
 
     1. checkpoint: the losses at w_k (one pass over X), lambda = ``sigma[rank(l(w_k))]``
        (the vertex of the permutahedron; ties by the previous order), the anchor
        ``gbar = X^T (lambda * phi'(X w_k))`` (a second pass) and the stored scalars
        ``phi'(x_i.w_k)``;
-    2. T steps on batches S of b rows (b = 1: i uniform):
+    2. ``inner`` steps on batches S of b rows (b = 1: i uniform):
        ``c_i = (n/b) lambda_i (phi'(x_i.w) - phi'(x_i.w_k))`` and
-       ``form="gradient"``: ``w <- w - alpha (sum_S c_i x_i + gbar + mu w)``;
-       ``form="prox"``: ``w <- (w - alpha (sum_S c_i x_i + gbar)) / (1 + alpha mu)``.
+       ``form="gradient"``: ``w <- w - step (sum_S c_i x_i + gbar + lam w)``;
+       ``form="prox"``: ``w <- (w - step (sum_S c_i x_i + gbar)) / (1 + step lam)``.
        The dense part is applied lazily: a step costs O(nnz of the rows).
 
     With nu = 0 this is SOREL with eta = tau = infinity and theta = 0 (its ``dual_prox=False``
     ablation), and runs on the same Cython loop. Lambda jumps between vertices, so the
     method need not converge to the minimiser when losses tie at the optimum (the SOREL
     paper observes it stalling, e.g. for CVaR).
+    {certificate}
 
     Parameters
     ----------
 {common}
-    alpha : float > 0 or "auto"
-        Step size. "auto": ``1 / (16 n max(sigma) max_i L_i)`` with ``L_i = ||x_i||^2``
-        (squared) or ``||x_i||^2/4`` (logistic), capped at ``0.5/mu`` in the gradient form.
+{tail}
+    step : float > 0, optional
+        Step size. Default ``1 / (16 n max(sigma) max_i L_i)`` with ``L_i = ||x_i||^2``
+        (squared) or ``||x_i||^2/4`` (logistic), capped at ``0.5/lam`` in the gradient form.
         ``n max(sigma) max_i L_i`` bounds the smoothness of the sampled components
         ``n lambda_i l_i``; the SVRG bound would take 1/4 of its inverse, but with nu = 0
         the vertex jumps of lambda make LSVRG oscillate at that step, and 1/16 did better
         on the paper's five regression sets by its own criterion (objective averaged over
-        the last 10 of 64 epochs). No constant suits every problem: tune alpha over the
-        paper's grid {{1e-4, 3e-4, ..., 1e-1, 3e-1}} (App. B); its picks were 1e-3 (CVaR)
-        and 3e-3 (extremile, ESRM) on yacht, 1e-4 on kin8nm.
+        the last 10 of 64 epochs). No constant suits every problem: the paper tunes the step
+        over {1e-4, 3e-4, ..., 1e-1, 3e-1} (appendix B) on standardised data; its picks were
+        1e-3 (CVaR) and 3e-3 (extremile, ESRM) on yacht, 1e-4 on kin8nm.
     batch_size : int in [1, n]
         b rows per step (the paper's mini-batch runs use 64).
-    sampling : {{"uniform", "permutation"}}, optional
+    sampling : {"uniform", "permutation"}, optional
         "uniform" (b = 1 only): rows with replacement; "permutation": consecutive batches
         of a fresh permutation per epoch. Default: "uniform" for b = 1, else "permutation".
-    steps_per_epoch : int >= 1, optional
+    inner : int >= 1, optional
         Steps between checkpoints; default n ("uniform", the paper's epoch length) or
         floor(n/b) ("permutation").
-    form : {{"gradient", "prox"}}
-        The reference code's gradient step (needs ``alpha mu < 1``) or the proximal step
+    form : {"gradient", "prox"}
+        The reference code's gradient step (needs ``step lam < 1``) or the proximal step
         of the ridge term.
-{tail}
 
     Returns
     -------
     Model
-        ``coef`` = w, ``dual`` = the lambda of the last epoch, ``history`` (one row per
-        epoch, epoch 0 the start: epoch, time, primal = F(w_k), passes; dual and gap NaN),
-        ``params`` (settings, ``status``); ``extra["sigma"]`` is the spectrum used.
-        ``passes`` counts per-sample gradient evaluations / n: each epoch is a full
-        gradient at the checkpoint (n) plus T b stochastic ones, i.e. 2 per epoch by
-        default (spec 3.1). ``time`` includes the checkpoint pass, which also gives F(w_k).
+        ``coef`` = w, ``dual`` = the lambda of the last certificate, ``history`` (one row
+        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual = F(w_k) - G,
+        gap = G, passes), ``stop_reason``, ``params`` (settings, the step used, ``f0``);
+        ``extra["sigma"]`` is the spectrum used. ``passes`` counts per-sample gradient
+        evaluations / n: each epoch is a full gradient at the checkpoint (n) plus
+        ``inner`` b stochastic ones, i.e. 2 per epoch by default. ``time`` includes the
+        checkpoint pass, which also gives F(w_k).
     """
-    (Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed,
-     Lmax) = _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback,
-                     "train_lsvrg")
-    batch_size, sampling, steps, form = _steps_setup(batch_size, sampling, steps_per_epoch,
-                                                     form, n)
-    auto = 1.0 / (16.0 * n * float(sigma.max()) * Lmax) if Lmax > 0 else 1.0
-    if form == "gradient" and mu > 0:
-        auto = min(auto, 0.5 / mu)
-    alpha = _alpha(alpha, auto, "train_lsvrg")
-    if form == "gradient" and not alpha * mu < 1.0:
-        raise ValueError(f"alpha = {alpha!r} is too large for form='gradient': it needs "
-                         f"alpha mu < 1, i.e. alpha < {1.0 / mu:.6g}; use form='prox'")
-    _check_trace(_trace, "_trace")
-    w = warm_start_coef(warm_start, d)
-    lam = np.zeros(n)
-    per_epoch = 1.0 + steps * batch_size / n
+    return fit(LSVRG, locals())
 
-    def passes(k):
-        return k * per_epoch
 
-    data, indices, indptr = _index_arrays(Xc)
-    # LSVRG (nu = 0) is SOREL's loop with the vertex lambda and no dual proximal term
-    status, n_epochs, primal, error, rows = _sorel._fit(
-        data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), 0.0, 1.0,
-        0.0, _FORMS[form], _SAMPLING[sampling], batch_size, steps, max_epochs, seed, True,
-        int(verbose), _with_passes(callback, passes), trace=_trace, loss_param=lparam,
-        eta_guard=False)
-    if error:
-        raise ValueError("alpha mu >= 1 in the gradient form")  # pragma: no cover
-    params = dict(loss=loss, spectrum=_spectrum_name(spectrum), spectrum_param=spectrum_param,
-                  mu=mu, alpha=float(alpha), batch_size=batch_size, sampling=sampling,
-                  steps_per_epoch=steps, form=form, max_epochs=max_epochs, seed=seed)
-    rows = [r[:5] for r in rows]                       # SOREL's eta column: inf (no dual prox)
-    return _finish("lsvrg", status, n_epochs, rows, passes, w, lam, params, classes, sigma)
+def _lsvrg_engine(p, o, mon, trace=None):
+    sigma, name = spectrum_setup(o, p.n)
+    b, sampling, inner = batches(o, p.n, "train_lsvrg")
+    step = sorel_step(p, o, sigma, 16.0, False, "train_lsvrg")
+    w, dual, given = start(p)
+    # LSVRG (nu = 0) is SOREL's loop with the vertex lambda and no proximal terms
+    status, n_epochs, primal, dual_value, gap, f0 = _sorel.solve(
+        p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
+        dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, inner,
+        p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace)
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+                  info=dict(step=step, f0=f0, spectrum=name, sampling=sampling, inner=inner),
+                  extra=dict(sigma=sigma))
+
+
+LSVRG = describe(
+    train_lsvrg,
+    summary="LSVRG for spectral risks without smoothing (Mehta et al. 2023)",
+    params=dict(SPECTRUM_PARAMS, **STEP_PARAMS),
+    history=("passes",),
+    diverge_hint="decrease step",
+    engine=_lsvrg_engine)
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,10 +142,10 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
 
 def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                   mu=None, alpha="auto", max_epochs=64, seed=0, verbose=0, callback=None,
-                   warm_start=None, _trace=None, _order_trace=None):
-    """Train a linear model by Prospect (Mehta et al., ICLR 2024, with nu = 0; spec seed4
-    section 2.6 (d)), the SOREL paper's baseline.
+                   lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0,
+                   callback=None, warm_start=None, step=None):
+    """Train a linear model by Prospect (Mehta et al., ICLR 2024, with nu = 0), the SOREL
+    paper's baseline.
     {objective}
 
     SAGA-like in w with a table of losses for lambda. Start: the table of losses
@@ -227,7 +153,7 @@ def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_p
     ``S = sum_i rho_i g_i x_i``. Step (i uniform; lambda_i = sigma[rank of i in the table])::
 
         m = x_i.w;  g = phi'(m);  v = (n lambda_i g - n rho_i g_i) x_i + S
-        w <- (w - alpha v) / (1 + alpha mu)                      (prox of the ridge term)
+        w <- (w - step v) / (1 + step lam)                       (prox of the ridge term)
         S += (lambda_i g - rho_i g_i) x_i;  rho_i = lambda_i;  g_i = g
         table: l_i <- phi(m), and i moves to its new rank
 
@@ -235,54 +161,60 @@ def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_p
     its new place (galloping search, then a shift of the entries it passes), so a step
     costs O(nnz(x_i) + displacement) rather than the reference code's O(n log n) re-sort.
     Ties are broken by sample index, so the order always equals a stable argsort of the
-    table. The dense part (ridge prox, -alpha S) is applied lazily. An epoch is n steps.
+    table. The dense part (ridge prox, -step S) is applied lazily. An epoch is n steps,
+    followed by the check (one pass over X: F(w) and the certificate).
+    {certificate}
 
     Parameters
     ----------
 {common}
-    alpha : float > 0 or "auto"
-        Step size. "auto": ``1 / (4 n max(sigma) max_i L_i)`` (``L_i = ||x_i||^2``, or a
+{tail}
+    step : float > 0, optional
+        Step size. Default ``1 / (4 n max(sigma) max_i L_i)`` (``L_i = ||x_i||^2``, or a
         quarter of it for logistic), the SVRG/SAGA-type bound for the sampled components
         ``n lambda_i l_i`` (as :func:`train_sorel`); on the paper's five regression sets it
-        did better than smaller multiples except on CVaR for the smallest sets. Tune it
-        over the paper's grid {{1e-4, 3e-4, ..., 1e-1, 3e-1}} (App. B); its picks were
-        3e-3 (CVaR) and 1e-2 (extremile, ESRM) on yacht, 1e-4 on kin8nm.
-{tail}
+        did better than smaller multiples except on CVaR for the smallest sets. The paper
+        tunes it over {1e-4, 3e-4, ..., 1e-1, 3e-1} (appendix B) on standardised data; its
+        picks were 3e-3 (CVaR) and 1e-2 (extremile, ESRM) on yacht, 1e-4 on kin8nm.
 
     Returns
     -------
     Model
-        ``coef`` = w, ``dual`` = lambda = ``sigma[rank]`` of the final loss table,
-        ``history`` (one row per epoch, epoch 0 the start: epoch, time, primal = F(w_k),
-        passes; dual and gap NaN), ``params`` (settings, ``status``,
-        ``mean_displacement``: the average number of places an entry moved per step);
-        ``extra["sigma"]`` is the spectrum used. ``passes`` counts gradient evaluations / n:
-        the table build (1) plus 1 per epoch, so 0 at epoch 0 and k + 1 at epoch k >= 1.
-        ``time`` leaves out the full objective evaluation after each epoch (Prospect does
-        not need it; it only feeds the history).
+        ``coef`` = w, ``dual`` = the lambda of the last certificate, ``history`` (one row
+        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN at epoch
+        0 of a cold start), passes), ``stop_reason``, ``params`` (settings, the step used,
+        ``f0``, ``mean_displacement``: the average number of places an entry moved per
+        step); ``extra["sigma"]`` is the spectrum used. ``passes`` counts gradient
+        evaluations / n: the table build (1) plus 1 per epoch, so 0 at epoch 0 and k + 1 at
+        epoch k >= 1. ``time`` includes the check after each epoch.
     """
-    (Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed,
-     Lmax) = _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback,
-                     "train_prospect")
-    auto = 1.0 / (4.0 * n * float(sigma.max()) * Lmax) if Lmax > 0 else 1.0
-    alpha = _alpha(alpha, auto, "train_prospect")
-    _check_trace(_trace, "_trace")
-    _check_trace(_order_trace, "_order_trace", ndim=2)
-    w = warm_start_coef(warm_start, d)
-    lam = np.zeros(n)
+    return fit(PROSPECT, locals())
 
-    def passes(k):
-        return 0.0 if k == 0 else 1.0 + k
 
-    data, indices, indptr = _index_arrays(Xc)
-    status, n_epochs, primal, rows, shifts = _baselines._fit_prospect(
-        data, indices, indptr, d, y_int, loss, sigma, mu, w, lam, float(alpha), max_epochs,
-        seed, int(verbose), _with_passes(callback, passes), trace=_trace, otrace=_order_trace,
-        loss_param=lparam)
-    params = dict(loss=loss, spectrum=_spectrum_name(spectrum), spectrum_param=spectrum_param,
-                  mu=mu, alpha=float(alpha), max_epochs=max_epochs, seed=seed,
-                  mean_displacement=shifts / max(1, n_epochs * n))
-    return _finish("prospect", status, n_epochs, rows, passes, w, lam, params, classes, sigma)
+def _prospect_engine(p, o, mon, trace=None, order_trace=None):
+    sigma, name = spectrum_setup(o, p.n)
+    step = o["step"]
+    if step is None:
+        L = smoothness(p)
+        step = 1.0 / (4.0 * p.n * float(sigma.max()) * L) if L > 0 else 1.0
+    w, dual, given = start(p)
+    status, n_epochs, primal, dual_value, gap, f0, shifts = _baselines.solve_prospect(
+        p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
+        dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace,
+        order_trace=order_trace)
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+                  info=dict(step=float(step), f0=f0, spectrum=name,
+                            mean_displacement=shifts / max(1, n_epochs * p.n)),
+                  extra=dict(sigma=sigma))
+
+
+PROSPECT = describe(
+    train_prospect,
+    summary="Prospect for spectral risks without smoothing (Mehta et al. 2024)",
+    params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"]),
+    history=("passes",),
+    diverge_hint="decrease step",
+    engine=_prospect_engine)
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,9 +222,9 @@ def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_p
 
 
 def _batch_spectrum(spectrum, spectrum_param, sigma, b):
-    """The spectrum over one batch of b losses: the same family and parameter at size b
-    (spec 2.6 (b)); for explicit weights, the same risk profile, i.e. the increments of
-    the piecewise-linear cumulative sum of sigma at the points k/b."""
+    """The spectrum over one batch of b losses: the same family and parameter at size b;
+    for explicit weights, the same risk profile, i.e. the increments of the
+    piecewise-linear cumulative sum of sigma at the points k/b."""
     n = sigma.shape[0]
     if isinstance(spectrum, str):
         return named_spectrum(spectrum, b, spectrum_param)
@@ -305,85 +237,92 @@ def _batch_spectrum(spectrum, spectrum_param, sigma, b):
 
 
 def train_spectral_sgd(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                       mu=None, alpha="auto", batch_size=None, max_epochs=64, seed=0, verbose=0,
-                       callback=None, warm_start=None, _trace=None):
+                       lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0,
+                       callback=None, warm_start=None, step=None, batch_size=None):
     """Train a linear model by mini-batch stochastic subgradient descent on the spectral
-    risk ("SGD", spec seed4 section 2.6 (b); Levy et al. 2020, Mehta et al. 2023), the
-    SOREL paper's baseline.
+    risk ("SGD" of the SOREL paper's section 5; Levy et al. 2020, Mehta et al. 2023).
     {objective}
 
     Each epoch draws a fresh random permutation and takes floor(n/b) steps on its
     consecutive batches B of b rows (without replacement)::
 
-        m_B = X_B w;  lam_B = sigma_b[rank(phi(m_B))]
-        w <- (1 - alpha mu) w - alpha X_B^T (lam_B * phi'(m_B))
+        m_B = X_B w;  lambda_B = sigma_b[rank(phi(m_B))]
+        w <- (1 - step lam) w - step X_B^T (lambda_B * phi'(m_B))
 
     where sigma_b is the b-point spectrum of the same family (e.g. superquantile 0.5 over
     64 losses: the top 32 get 1/32; for explicit weights, the same risk profile as sigma:
     the increments of the piecewise-linear cumulative sum of sigma at the points k/b).
-    The estimate is biased for any non-uniform sigma, so
-    with a constant step the method stalls at a bias floor above the optimum (the paper:
-    "SGD fails to converge"). b = n is the full-batch subgradient method (spec 2.6 (a)).
-    w is kept as scale * v, so a step costs O(nnz of the batch + b log b).
+    The estimate is biased for any non-uniform sigma, so with a constant step the method
+    stalls at a bias floor above the optimum (the paper: "SGD fails to converge"). b = n is
+    the full-batch subgradient method. w is kept as scale * v, so a step costs
+    O(nnz of the batch + b log b). Each epoch is followed by the check (one pass over X:
+    F(w) and the certificate).
+    {certificate}
 
     Parameters
     ----------
 {common}
-    alpha : float > 0 or "auto"
-        Constant step size. "auto": ``1 / max_i L_i`` (``L_i = ||x_i||^2``, or a quarter
-        of it for logistic; the batch objective is a convex combination of losses, so it
-        is max_i L_i-smooth for fixed ranks); capped at ``0.5/mu``. The paper tunes alpha
-        in {{1e-4, ..., 3e-1}} (App. B); its pick for yacht was 1e-1.
-    batch_size : int in [1, n]
-        b (the paper: 64); default min(64, n).
 {tail}
+    step : float > 0, optional
+        Constant step size. Default ``1 / max_i L_i`` (``L_i = ||x_i||^2``, or a quarter of
+        it for logistic; the batch objective is a convex combination of losses, so it is
+        max_i L_i-smooth for fixed ranks); capped at ``0.5/lam``. The paper tunes it in
+        {1e-4, ..., 3e-1} (appendix B) on standardised data; its pick for yacht was 1e-1.
+    batch_size : int in [1, n], optional
+        b (the paper: 64); default min(64, n).
 
     Returns
     -------
     Model
-        ``coef`` = w, ``dual`` None, ``history`` (one row per epoch, epoch 0 the start:
-        epoch, time, primal = F(w_k), passes; dual and gap NaN), ``params`` (settings,
-        ``status``); ``extra["sigma"]``, ``extra["sigma_batch"]``: the spectra used.
-        ``passes`` = k floor(n/b) b / n. ``time`` leaves out the full objective evaluation
-        after each epoch (SGD does not need it; it only feeds the history).
+        ``coef`` = w, ``dual`` = the lambda of the last certificate, ``history`` (one row
+        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN at epoch
+        0 of a cold start), passes), ``stop_reason``, ``params`` (settings, the step used,
+        ``f0``); ``extra["sigma"]``, ``extra["sigma_batch"]``: the spectra used.
+        ``passes`` = k floor(n/b) b / n.
     """
-    (Xc, n, d, loss, lparam, y_int, classes, sigma, mu, max_epochs, seed,
-     Lmax) = _common(X, y, loss, spectrum, spectrum_param, mu, max_epochs, seed, callback,
-                     "train_spectral_sgd")
-    if batch_size is None:
-        batch_size = min(64, n)
-    batch_size = check_int(batch_size, "batch_size", 1)
-    if batch_size > n:
-        raise ValueError(f"batch_size must be <= n = {n} (the number of rows); got {batch_size}")
-    auto = 1.0 / Lmax if Lmax > 0 else 1.0
-    if mu > 0:
-        auto = min(auto, 0.5 / mu)
-    alpha = _alpha(alpha, auto, "train_spectral_sgd")
-    if not alpha * mu < 1.0:
-        raise ValueError(f"alpha = {alpha!r} is too large: SGD needs alpha mu < 1, i.e. "
-                         f"alpha < {1.0 / mu:.6g}")
-    _check_trace(_trace, "_trace")
-    sigma_b = _batch_spectrum(spectrum, spectrum_param, sigma, batch_size)
-    w = warm_start_coef(warm_start, d)
-    per_epoch = (n // batch_size) * batch_size / n
-
-    def passes(k):
-        return k * per_epoch
-
-    data, indices, indptr = _index_arrays(Xc)
-    status, n_epochs, primal, rows = _baselines._fit_sgd(
-        data, indices, indptr, d, y_int, loss, sigma, sigma_b, mu, w, float(alpha),
-        max_epochs, seed, int(verbose), _with_passes(callback, passes), trace=_trace,
-        loss_param=lparam)
-    params = dict(loss=loss, spectrum=_spectrum_name(spectrum), spectrum_param=spectrum_param,
-                  mu=mu, alpha=float(alpha), batch_size=batch_size, max_epochs=max_epochs,
-                  seed=seed)
-    return _finish("spectral_sgd", status, n_epochs, rows, passes, w, None, params, classes,
-                   sigma, extra=dict(sigma_batch=sigma_b))
+    return fit(SPECTRAL_SGD, locals())
 
 
-for _f in (train_lsvrg, train_prospect, train_spectral_sgd):
+def _sgd_engine(p, o, mon, trace=None):
+    sigma, name = spectrum_setup(o, p.n)
+    b = o["batch_size"]
+    if b is None:
+        b = min(64, p.n)
+    if b > p.n:
+        raise ValueError(f"batch_size must be <= n = {p.n} (the number of rows); got {b}")
+    step = o["step"]
+    if step is None:
+        L = smoothness(p)
+        step = 1.0 / L if L > 0 else 1.0
+        step = min(step, 0.5 / p.lam)
+    elif not step * p.lam < 1.0:
+        raise ValueError(f"train_spectral_sgd: step = {step!r} is too large: it needs "
+                         f"step lam < 1, i.e. step < {1.0 / p.lam:.6g}")
+    sigma_b = _batch_spectrum(o["spectrum"], o["spectrum_param"], sigma, b)
+    w, dual, given = start(p)
+    status, n_epochs, primal, dual_value, gap, f0 = _baselines.solve_sgd(
+        p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, sigma_b,
+        p.lam, w, dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace)
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+                  info=dict(step=float(step), f0=f0, spectrum=name, batch_size=b),
+                  extra=dict(sigma=sigma, sigma_batch=sigma_b))
+
+
+SPECTRAL_SGD = describe(
+    train_spectral_sgd,
+    summary="mini-batch stochastic subgradient descent on the spectral risk",
+    params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"],
+                batch_size=[None, Interval(Integral, 1, None)]),
+    history=("passes",),
+    diverge_hint="decrease step",
+    engine=_sgd_engine)
+
+
+for _f, _extra in ((train_lsvrg, ", and takes the best point on the segment between it "
+                    "and the current vertex (one more accumulation in the anchor's pass)"),
+                   (train_prospect, ""), (train_spectral_sgd, "")):
     if _f.__doc__:                          # None under python -OO
-        _f.__doc__ = _f.__doc__.format(objective=_OBJECTIVE_DOC, common=_COMMON_PARAMS,
-                                   tail=_TAIL_PARAMS)
-del _f
+        _f.__doc__ = (_f.__doc__.replace("{objective}", _OBJECTIVE_DOC)
+                      .replace("{certificate}", _CERTIFICATE_DOC.replace("{extra}", _extra))
+                      .replace("{common}", COMMON_DOC).replace("{tail}", TAIL_DOC))
+del _f, _extra

@@ -1,10 +1,10 @@
-"""Certified reference optimum of a spectral-risk problem (spec seed4 section 5, item 1).
+"""Certified reference optimum of a spectral-risk problem (the squared loss).
 
-    F(w) = R_sigma(l(w)) + (mu/2) ||w||^2,     l_i(w) = (x_i.w - y_i)^2 / 2
+    F(w) = R_sigma(l(w)) + (lam/2) ||w||^2,     l_i(w) = (x_i.w - y_i)^2 / 2
 
 is solved through its dual over the permutahedron Pi_sigma,
 
-    D(lambda) = min_w  sum_i lambda_i l_i(w) + (mu/2) ||w||^2     (concave, grad D = l(w(lambda))),
+    D(lambda) = min_w  sum_i lambda_i l_i(w) + (lam/2) ||w||^2     (concave, grad D = l(w(lambda))),
 
 by accelerated projected gradient ascent (FISTA with a backtracked Lipschitz estimate and
 function-value restarts), with an exact dense inner solve. Every evaluated lambda gives a
@@ -35,12 +35,12 @@ class SpectralReference:
     primal : float           F(coef), an upper bound on F*
     dual : float             a certified lower bound on F*
     gap : float              primal - dual >= F(coef) - F* >= 0 (up to rounding of F itself)
-    lam : ndarray (n,)       the dual point (in Pi_sigma) that gave ``dual``
-    dist_bound : float       sqrt(2 gap / mu) >= ||coef - w*|| (mu-strong convexity)
+    loss_weights : ndarray (n,)  the dual point lambda (in Pi_sigma) that gave ``dual``
+    dist_bound : float       sqrt(2 gap / lam) >= ||coef - w*|| (lam-strong convexity)
     n_iter : int             dual iterations run
     converged : bool         gap <= tol * max(|primal|, tiny)
     sigma : ndarray (n,)     the spectrum used (ascending)
-    mu : float
+    lam : float              the L2 strength
     """
 
     def __init__(self, **kw):
@@ -66,28 +66,28 @@ def _as_dense(X):
 class _Squared:
     """The inner solve and the oracles for the squared loss, with the dual certificate."""
 
-    def __init__(self, A, y, mu):
-        self.A, self.y, self.mu = A, y, mu
+    def __init__(self, A, y, lam):
+        self.A, self.y, self.lam = A, y, lam
         self.n, self.d = A.shape
         self.G = A @ A.T if self.d > self.n else None      # n x n Gram when d > n
 
-    def solve(self, lam):
-        A, y, mu = self.A, self.y, self.mu
+    def solve(self, weights):
+        A, y, lam = self.A, self.y, self.lam
         if self.G is None:
-            H = A.T @ (lam[:, None] * A)
-            H[np.diag_indices_from(H)] += mu
+            H = A.T @ (weights[:, None] * A)
+            H[np.diag_indices_from(H)] += lam
             try:
-                w = sla.cho_solve(sla.cho_factor(H), A.T @ (lam * y))
-            except np.linalg.LinAlgError:                   # lam with tiny negatives
-                w = np.linalg.solve(H, A.T @ (lam * y))
+                w = sla.cho_solve(sla.cho_factor(H), A.T @ (weights * y))
+            except np.linalg.LinAlgError:                   # weights with tiny negatives
+                w = np.linalg.solve(H, A.T @ (weights * y))
         else:
-            # w = A^T Lam (A A^T Lam + mu I)^{-1} y  (push-through identity)
-            M = self.G * lam[None, :]
-            M[np.diag_indices_from(M)] += mu
-            w = A.T @ (lam * np.linalg.solve(M, y))
+            # w = A^T Lam (A A^T Lam + lam I)^{-1} y  (push-through identity)
+            M = self.G * weights[None, :]
+            M[np.diag_indices_from(M)] += lam
+            w = A.T @ (weights * np.linalg.solve(M, y))
         # one step of iterative refinement on the optimality condition
         r = A @ w - y
-        g = A.T @ (lam * r) + mu * w
+        g = A.T @ (weights * r) + lam * w
         if self.G is None:
             w = w - np.linalg.solve(H, g)
         return w
@@ -96,30 +96,31 @@ class _Squared:
         r = self.A @ w - self.y
         return 0.5 * r * r, r
 
-    def lower_bound(self, lam, w, l, r):
-        """L(w, lam) - ||grad_w L(w, lam)||^2 / (2 mu) <= D(lam) (mu-strong convexity of
-        L(., lam)), so the bound holds whatever the accuracy of the inner solve."""
-        g = self.A.T @ (lam * r) + self.mu * w
-        return float(lam @ l + 0.5 * self.mu * (w @ w) - (g @ g) / (2.0 * self.mu))
+    def lower_bound(self, weights, w, l, r):
+        """L(w, weights) - ||grad_w L(w, weights)||^2 / (2 lam) <= D(weights) (lam-strong
+        convexity of L(., weights)), so the bound holds whatever the accuracy of the inner
+        solve."""
+        g = self.A.T @ (weights * r) + self.lam * w
+        return float(weights @ l + 0.5 * self.lam * (w @ w) - (g @ g) / (2.0 * self.lam))
 
 
-def _primal(l, sigma, w, mu):
-    return float(np.dot(sigma, np.sort(l)) + 0.5 * mu * (w @ w))
+def _primal(l, sigma, w, lam):
+    return float(np.dot(sigma, np.sort(l)) + 0.5 * lam * (w @ w))
 
 
-def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, mu=None,
-                       tol=1e-14, max_iter=20000, lam0=None):
-    """Certified optimum of ``min_w R_sigma(l(w)) + (mu/2)||w||^2`` (spec seed4 section 5).
+def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, lam=None,
+                       tol=1e-14, max_iter=20000, start_weights=None):
+    """Certified optimum of ``min_w R_sigma(l(w)) + (lam/2)||w||^2``.
 
-    The objective is ``F(w) = sum_i sigma_i l_[i](w) + (mu/2)||w||^2`` with the losses
+    The objective is ``F(w) = sum_i sigma_i l_[i](w) + (lam/2)||w||^2`` with the losses
     ``l_i(w) = (x_i.w - y_i)^2 / 2`` sorted ascending and no intercept. The dual
-    ``D(lambda) = min_w lambda^T l(w) + (mu/2)||w||^2`` over the permutahedron of sigma is
+    ``D(lambda) = min_w lambda^T l(w) + (lam/2)||w||^2`` over the permutahedron of sigma is
     maximised by FISTA (projected with :func:`project_permutahedron`, backtracked step,
     restart when D decreases). The inner minimiser ``w(lambda)`` is a dense Cholesky solve
     with one refinement step, and the lower bound at lambda is taken as
-    ``L(w, lambda) - ||grad_w L(w, lambda)||^2 / (2 mu) <= D(lambda)``, so it does not
+    ``L(w, lambda) - ||grad_w L(w, lambda)||^2 / (2 lam) <= D(lambda)``, so it does not
     rely on the inner solve being exact. The primal side is the best ``F(w(lambda))``
-    seen. Since F is mu-strongly convex, ``||coef - w*||^2 <= 2 gap / mu``.
+    seen. Since F is lam-strongly convex, ``||coef - w*||^2 <= 2 gap / lam``.
 
     Parameters
     ----------
@@ -131,17 +132,17 @@ def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, m
         (defaults: the SOREL paper's 0.5, 2.5, 2.0), or explicit nondecreasing weights
         summing to 1.
     spectrum_param : float, optional
-    mu : float > 0, optional             default 1/n
+    lam : float > 0, optional             default 1/n
     tol : float >= 0
         Stop when ``gap <= tol * max(|primal|, 1e-300)``.
     max_iter : int
-    lam0 : array (n,), optional          starting dual point (projected); default 1/n
+    start_weights : array (n,), optional  starting dual point lambda (projected); default 1/n
 
     Returns
     -------
     SpectralReference
         ``primal`` (upper bound), ``dual`` (certified lower bound), ``gap``, ``coef``,
-        ``lam``, ``dist_bound``, ``n_iter``, ``converged``, ``sigma``, ``mu``.
+        ``loss_weights``, ``dist_bound``, ``n_iter``, ``converged``, ``sigma``, ``lam``.
 
     The certificate is exact up to floating-point rounding in the evaluation of F and of
     the bound themselves (relative ~1e-15), and lambda lies in Pi_sigma up to the rounding
@@ -151,19 +152,20 @@ def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, m
     check_choice(loss, "loss", ("squared",))
     yv, _ = check_labels(y, n, "regression")
     sigma = resolve_spectrum(spectrum, n, spectrum_param)
-    mu = check_regularization(mu, None, n, "mu")
+    lam = check_regularization(lam, None, n, "lam")
     tol = check_positive(tol, "tol", allow_zero=True)
     max_iter = check_budget(max_iter, "max_iter", 0)
-    ora = _Squared(A, yv, mu)
+    ora = _Squared(A, yv, lam)
 
-    lam = np.full(n, 1.0 / n) if lam0 is None else project_permutahedron(lam0, sigma)
-    w = ora.solve(lam)
+    weights = (np.full(n, 1.0 / n) if start_weights is None
+               else project_permutahedron(start_weights, sigma))
+    w = ora.solve(weights)
     l, r = ora.losses(w)
-    best_p, best_w = _primal(l, sigma, w, mu), w
-    best_d, best_lam = ora.lower_bound(lam, w, l, r), lam
-    D_lam = float(lam @ l + 0.5 * mu * (w @ w))
+    best_p, best_w = _primal(l, sigma, w, lam), w
+    best_d, best_weights = ora.lower_bound(weights, w, l, r), weights
+    D_weights = float(weights @ l + 0.5 * lam * (w @ w))
 
-    z, g_z, D_z = lam, l, D_lam
+    z, g_z, D_z = weights, l, D_weights
     t = 1.0
     L = None
     it = 0
@@ -181,52 +183,52 @@ def spectral_reference(X, y, *, loss="squared", spectrum, spectrum_param=None, m
                 L = 1.0
         # backtracked projected gradient step from z (ascent)
         for _ in range(60):
-            lam_new = project_permutahedron(z + g_z / L, sigma)
-            step = lam_new - z
-            w_new = ora.solve(lam_new)
+            weights_new = project_permutahedron(z + g_z / L, sigma)
+            step = weights_new - z
+            w_new = ora.solve(weights_new)
             l_new, r_new = ora.losses(w_new)
-            D_new = float(lam_new @ l_new + 0.5 * mu * (w_new @ w_new))
+            D_new = float(weights_new @ l_new + 0.5 * lam * (w_new @ w_new))
             nrm = float(step @ step)
             if nrm == 0.0:
                 break
             # descent lemma for the concave D, written on gradients (robust to rounding
-            # of D near the optimum): ||grad D(lam_new) - grad D(z)|| <= L ||lam_new - z||
+            # of D near the optimum): ||grad D(weights_new) - grad D(z)|| <= L ||weights_new - z||
             Lloc = float(np.linalg.norm(l_new - g_z)) / math.sqrt(nrm)
             if Lloc <= L * (1.0 + 1e-10):
                 break
             L = max(2.0 * L, Lloc)
-        p_new = _primal(l_new, sigma, w_new, mu)
+        p_new = _primal(l_new, sigma, w_new, lam)
         if p_new < best_p:
             best_p, best_w = p_new, w_new
-        lb = ora.lower_bound(lam_new, w_new, l_new, r_new)
+        lb = ora.lower_bound(weights_new, w_new, l_new, r_new)
         if lb > best_d:
-            best_d, best_lam = lb, lam_new
+            best_d, best_weights = lb, weights_new
         converged = best_p - best_d <= tol * max(abs(best_p), 1e-300)
         if nrm == 0.0:                                  # stationary in Pi_sigma
-            lam, D_lam = lam_new, D_new
-            z, g_z, D_z = lam_new, l_new, D_new
+            weights, D_weights = weights_new, D_new
+            z, g_z, D_z = weights_new, l_new, D_new
             break
         # momentum, restarted when the dual value drops
-        if D_new < D_lam:
+        if D_new < D_weights:
             t = 1.0
-            z_next = lam_new
+            z_next = weights_new
         else:
             t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-            z_next = lam_new + ((t - 1.0) / t_next) * (lam_new - lam)
+            z_next = weights_new + ((t - 1.0) / t_next) * (weights_new - weights)
             t = t_next
-        lam, D_lam = lam_new, D_new
-        if z_next is lam_new:
-            z, g_z, D_z = lam_new, l_new, D_new
+        weights, D_weights = weights_new, D_new
+        if z_next is weights_new:
+            z, g_z, D_z = weights_new, l_new, D_new
         else:
             z = project_permutahedron(z_next, sigma)    # keep z in Pi_sigma (w(z) then exists)
             wz = ora.solve(z)
             g_z, _ = ora.losses(wz)
-            D_z = float(z @ g_z + 0.5 * mu * (wz @ wz))
-            pz = _primal(g_z, sigma, wz, mu)
+            D_z = float(z @ g_z + 0.5 * lam * (wz @ wz))
+            pz = _primal(g_z, sigma, wz, lam)
             if pz < best_p:
                 best_p, best_w = pz, wz
         L *= 0.9                                        # let the estimate shrink again
     gap = max(best_p - best_d, 0.0)
-    return SpectralReference(coef=best_w, primal=best_p, dual=best_d, gap=gap, lam=best_lam,
-                             dist_bound=math.sqrt(2.0 * gap / mu), n_iter=it,
-                             converged=bool(converged), sigma=sigma, mu=mu)
+    return SpectralReference(coef=best_w, primal=best_p, dual=best_d, gap=gap,
+                             loss_weights=best_weights, dist_bound=math.sqrt(2.0 * gap / lam),
+                             n_iter=it, converged=bool(converged), sigma=sigma, lam=lam)
