@@ -38,15 +38,18 @@ into floor(n/b) batches B of b rows::
 with w = scale * v (``ScaledVec``): O(nnz(X_B) + b log b) per step.
 
 ``prospect_run`` / ``sgd_run`` run the epochs to a certificate, as ``sorel_run`` does
-(_sorel.pxd): after every epoch one pass over X gives F(w_k) and, in the same pass,
-X^T (lambda * phi'(X w_k)) for lambda = the running average of the vertices
-sigma[rank(l(w_j))] of the previous epochs (weights j + 1; a given lambda counts as the
-past), hence the gap G(w_k, lambda) >= F(w_k) - F*; the run converges when
-G <= tol * F(0). Epoch 0 of a cold start has no lambda yet (NaN dual and gap). The hook
+(_sorel.pxd): after every epoch one pass over X gives F(w_k) and the vertex
+sigma[rank(l(w_k))], which joins a running average of the vertices (weights k + 1; a given
+lambda stands for the past). The certificate G(w_k, lambda) >= F(w_k) - F* at that
+average costs a second pass (X^T (lambda * phi'(X w_k))), so it is checked every 8 epochs,
+at the last one, and whenever its first term R(l) - lambda^T l (O(n)) is at most the target,
+i.e. when it can succeed (NaN dual and gap in between); the run converges when
+G <= tol * F(0). The hook
 gets BASELINE_HOOK_VALUES values: primal, dual = F - G, gap G, passes (per-row gradients
 / n: Prospect k + 1 after its table build, 0 at epoch 0; SGD k floor(n/b) b / n); it is
 polled (epoch = -1) during an epoch every 4096 steps (Prospect) or batches (SGD), and a
-stop there restores w_k. On return ``dual`` holds the lambda of the last certificate.
+stop there restores w_k. On return ``dual`` holds the running average (the lambda of the
+last certificate when the last epoch was checked).
 """
 from libc.stdint cimport int64_t
 from dualsolve._core.csr cimport floating, index_t
@@ -131,7 +134,7 @@ cdef void prospect_lambda(const ProspectProblem* P, double* dual) noexcept nogil
 
 # prospect_start, then epochs to G <= tol F(0), max_epochs or a stop from the hook (module
 # docstring). Q: a SorelProblem over the same data for the checks (sorel_problem_init with
-# b = T = 1; Q.w == P.w; Q.dual: the given lambda when Q.dual_given, the certificate's on
+# b = T = 1; Q.w == P.w; Q.dual: the given lambda when Q.dual_given, the running average on
 # return). Returns res.status.
 cdef int prospect_run(const floating* data, const index_t* indices, const index_t* indptr,
                       ProspectProblem* P, SorelProblem* Q, const BaselineOptions* opt,

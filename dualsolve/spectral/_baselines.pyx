@@ -15,16 +15,20 @@ from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift
                                    drift_step, drift_flush, ScaledVec, sv_init, sv_scale,
                                    sv_add, sv_dot, sv_renormalize)
 from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
-from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
                                      epoch_hook)
 from dualsolve.spectral._sorel cimport (SorelProblem, SorelResult, sorel_work_sizes,
-                                        sorel_problem_init, sorel_risk_at_zero)
+                                        sorel_problem_init, sorel_objective, sorel_anchor,
+                                        sorel_gap, sorel_risk_gap, sorel_risk_at_zero)
 
 #: the hook is polled (epoch = -1) once every POLL_MASK + 1 steps (Prospect) or batches (SGD)
 cdef enum:
     POLL_MASK = 4095
+
+#: the certificate is checked at least every CHECK_EVERY epochs
+cdef enum:
+    CHECK_EVERY = 8
 
 
 # ---------------------------------------------------------------------------------------
@@ -302,46 +306,6 @@ cdef int sgd_epoch(const floating* data, const index_t* indices, const index_t* 
 # the runs to a certificate
 
 
-cdef double _check(const floating* data, const index_t* indices, const index_t* indptr,
-                   SorelProblem* Q, bint have, bint warm, double* F) noexcept nogil:
-    """F(w) into F[0] and, when ``have``, the gap G(w, Q.dual) (else NaN), from one pass
-    over X: margins, losses, derivatives and X^T (Q.dual * phi'(Xw)) (into Q.ubar); the
-    losses are sorted into Q.lperm (from its previous order when ``warm``)."""
-    cdef Py_ssize_t i, j, p, n = Q.n
-    cdef index_t a0, a1
-    cdef double m, c, r
-    cdef KahanSum R = ksum_new(), ww = ksum_new(), a = ksum_new(), qq = ksum_new()
-    if have:
-        memset(Q.ubar, 0, Q.d * sizeof(double))
-    for i in range(n):
-        a0 = indptr[i]
-        a1 = indptr[i + 1]
-        m = sparse_dot(data + a0, indices + a0, a1 - a0, Q.w)
-        Q.l_cur[i] = loss_value(&Q.loss, m, Q.y[i])
-        Q.dbar[i] = loss_deriv(&Q.loss, m, Q.y[i])
-        if have:
-            c = Q.dual[i] * Q.dbar[i]
-            if c != 0.0:
-                sparse_axpy(c, data + a0, indices + a0, a1 - a0, Q.ubar)
-    argsort_stable(Q.l_cur, n, Q.lperm, Q.iw, warm)
-    for j in range(n):
-        p = Q.lperm[j]
-        ksum_add(&R, Q.sigma[j] * Q.l_cur[p])
-        if have:
-            ksum_add(&a, (Q.sigma[j] - Q.dual[p]) * Q.l_cur[p])
-    for j in range(Q.d):
-        ksum_add(&ww, Q.w[j] * Q.w[j])
-        if have:
-            r = Q.ubar[j] + Q.lam * Q.w[j]
-            ksum_add(&qq, r * r)
-    F[0] = ksum_value(&R) + 0.5 * Q.lam * ksum_value(&ww)
-    if not have:
-        return NAN
-    # the first term is >= 0 (lambda in Pi_sigma); rounding may leave a few ulp below
-    r = ksum_value(&a)
-    return (r if r > 0.0 else 0.0) + ksum_value(&qq) / (2.0 * Q.lam)
-
-
 cdef int _run(const floating* data, const index_t* indices, const index_t* indptr,
               ProspectProblem* PP, SgdProblem* PS, SorelProblem* Q, const BaselineOptions* opt,
               SorelResult* res, epoch_hook hook, void* ctx) noexcept nogil:
@@ -350,18 +314,17 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
     cdef double F = NAN, gap = NAN, target, beta, passes
     cdef double values[BASELINE_HOOK_VALUES]
     cdef int stop = 0
-    cdef bint have = Q.dual_given
     res.status = STATUS_MAX_EPOCHS
     res.f0 = sorel_risk_at_zero(Q)
     # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
     target = opt.tol * res.f0 if opt.tol > 0.0 else -INFINITY
-    if have:                                           # the given lambda, in Pi_sigma
+    if Q.dual_given:                                   # the given lambda, in Pi_sigma
         memcpy(Q.z, Q.dual, n * sizeof(double))
         project_permutahedron(Q.z, Q.sigma, Q.dual, n, Q.perm, Q.iw, Q.pdw, False)
     if PP != NULL:
         prospect_start(data, indices, indptr, PP, opt.step, opt.seed)
     while True:
-        gap = _check(data, indices, indptr, Q, have, k > 0, &F)
+        F = sorel_objective(data, indices, indptr, Q, k > 0)
         if PP != NULL:
             passes = 0.0 if k == 0 else 1.0 + k
         else:
@@ -371,6 +334,20 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             stop = hook(ctx, k, values) if hook != NULL else 0
             res.status = stop if stop != 0 else STATUS_DIVERGED
             break
+        # the vertex at w_k joins the running average (weights k + 1; a given lambda
+        # stands for the past): the certificate's lambda
+        if k > 0 or not Q.dual_given:
+            beta = 2.0 / <double>(k + 2)
+            for j in range(n):
+                i = Q.lperm[j]
+                Q.dual[i] += beta * (Q.sigma[j] - Q.dual[i])
+        # the check costs a pass over X: every CHECK_EVERY epochs, at the last one, and
+        # whenever it can succeed (its first term, O(n), is a lower bound)
+        gap = NAN
+        if (k % CHECK_EVERY == 0 or k >= opt.max_epochs
+                or sorel_risk_gap(Q) <= target):
+            sorel_anchor(data, indices, indptr, Q)
+            gap = sorel_gap(Q, Q.gbar)
         values[0], values[1], values[2], values[3] = F, F - gap, gap, passes
         stop = hook(ctx, k, values) if hook != NULL else 0
         if gap <= target:
@@ -381,14 +358,6 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             break
         if k >= opt.max_epochs:
             break
-        # the vertex at w_k joins the average: the certificate's lambda from the next epoch
-        # on (weights k + 1; a given lambda stands for the past)
-        if k > 0 or not Q.dual_given:
-            beta = 2.0 / <double>(k + 2)
-            for j in range(n):
-                i = Q.lperm[j]
-                Q.dual[i] += beta * (Q.sigma[j] - Q.dual[i])
-        have = True
         memcpy(Q.wk, Q.w, d * sizeof(double))
         if PP != NULL:
             stop = prospect_epoch(data, indices, indptr, PP, opt.steps, hook, ctx)
@@ -399,9 +368,6 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             res.status = stop
             break
         k += 1
-    if not have:                                       # no certificate: the vertex at w_k
-        for j in range(n):
-            Q.dual[Q.lperm[j]] = Q.sigma[j]
     res.n_epochs = k
     res.primal = F
     res.gap = gap

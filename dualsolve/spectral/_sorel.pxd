@@ -14,7 +14,8 @@ Epoch k (0-based) from w_k, lambda_k and l(w_{k-1}):
     m = X w_k;  l_k = phi(m);  dbar = phi'(m)
     lambda_{k+1} = Proj_{Pi_sigma}(lambda_k + eta_k ((1+theta) l_k - theta l_{k-1}))
     gbar = X^T (lambda_{k+1} * dbar);  anchor w_k
-    certificate of w_k (below); report epoch k through the hook; stop if converged
+    certificate G(w_k, lambda_{k+1}) (below); report epoch k through the hook; stop if
+    converged
     T steps on batches S of b rows (b = 1: i uniform, T = n; otherwise T = floor(n/b)
     batches of a fresh permutation per epoch; SOREL_PERMUTATION forces the latter for b = 1):
         c_i = (n/b) lambda_i (phi'(x_i.w) - dbar_i)         (all at the same w)
@@ -45,12 +46,12 @@ differentiable), by lam-strong convexity of L(., lambda) = lambda^T l(.) + (lam/
 
 so F(w) - F* <= G(w, lambda) = [R_sigma(l(w)) - lambda^T l(w)] + ||X^T(lambda * phi'(Xw)) + lam w||^2 / (2 lam),
 two nonnegative terms (the first because the vertex maximises lambda^T l over Pi_sigma).
-At w_k the engine takes lambda on the segment between lambda_{k+1} (its gradient term is
-gbar + lam w_k, free) and a second point (SOREL: lambda_k; LSVRG: the running average of
-its vertices, weights proportional to k + 1), whose X^T(lambda * dbar) is accumulated in
-the same pass as gbar, and minimises G over the segment exactly (a quadratic in one
-variable). The run converges when G <= tol * F(0), F(0) = R_sigma(phi(0; y)); on return
-``P.dual`` holds the lambda of the last reported G (so that G(w, P.dual) = res.gap).
+At w_k the engine takes lambda_{k+1} (LSVRG: the vertex at w_k), whose gradient term is
+gbar + lam w_k: the certificate costs O(n + d) beyond the anchor's pass. At epoch 0 of a
+warm start (``dual_given``) G(w_0, lambda_0) is computed too (one more pass) and the
+smaller gap reported. The run converges
+when G <= tol * F(0), F(0) = R_sigma(phi(0; y)); on return ``P.dual`` holds the lambda of
+the last reported G (G(w, P.dual) = res.gap).
 
 Hook (``dualsolve._core.status``): SOREL_HOOK_VALUES values per epoch k = 0, 1, ...:
 primal F(w_k), dual F(w_k) - G, gap G, passes (per-row gradients / n: k (1 + T b/n)) and
@@ -139,9 +140,8 @@ ctypedef struct SorelProblem:
     double* z                  # n: lambda_k + eta v_k; the losses at 0
     double* pdw                # n: projection work
     double* s_prev             # n: the previous dual step (guard)
-    double* dual_old           # n: lambda_k (SOREL) or the running average (LSVRG)
-    double* gbar               # d
-    double* ubar               # d: X^T (dual_old * dbar)
+    double* dual_old           # n: lambda_k (the guard)
+    double* gbar               # d: X^T (dual * dbar)
     double* wk                 # d: the anchor w_k
     double* cb                 # b: the batch's coefficients
     double* tab                # drift_table_size(T) doubles
@@ -151,7 +151,6 @@ ctypedef struct SorelProblem:
     Py_ssize_t* order          # n: the sampling permutation
     Py_ssize_t* batch          # b: the current batch
     int64_t* last              # d: DriftJIT timestamps
-    double cert_t              # the certificate's lambda: (1 - t) dual_old + t dual
     Py_ssize_t* trace          # optional: the sampled rows in order (tests)
     Py_ssize_t trace_len
     Py_ssize_t trace_pos
@@ -182,6 +181,18 @@ cdef void sorel_problem_init(SorelProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssi
 # P.l_cur, P.dbar (and sorts with P.lperm, warm when warm != 0). O(nnz + n log n + d).
 cdef double sorel_objective(const floating* data, const index_t* indices, const index_t* indptr,
                             SorelProblem* P, bint warm) noexcept nogil
+
+# P.gbar = X^T (P.dual * P.dbar). O(nnz + d).
+cdef void sorel_anchor(const floating* data, const index_t* indices, const index_t* indptr,
+                       SorelProblem* P) noexcept nogil
+
+# The first term of the certificate, R_sigma(l) - P.dual^T l >= 0 (a lower bound on G), from
+# P.l_cur and P.lperm. O(n).
+cdef double sorel_risk_gap(SorelProblem* P) noexcept nogil
+
+# The certificate G(w, P.dual) >= F(w) - F* given u = X^T (P.dual * phi'(Xw)), from P.l_cur
+# and P.lperm (the sorted losses at w, as sorel_objective leaves them). O(n + d).
+cdef double sorel_gap(SorelProblem* P, const double* u) noexcept nogil
 
 # F(0) = R_sigma(phi(0; y)), the scale of tol (uses P.z and P.lperm as work).
 cdef double sorel_risk_at_zero(SorelProblem* P) noexcept nogil

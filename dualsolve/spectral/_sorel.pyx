@@ -72,7 +72,7 @@ cdef Py_ssize_t sorel_epoch_steps(const SorelOptions* opt, Py_ssize_t n) noexcep
 cdef void sorel_work_sizes(Py_ssize_t n, Py_ssize_t d, Py_ssize_t b, Py_ssize_t T,
                            Py_ssize_t* n_double, Py_ssize_t* n_intp,
                            Py_ssize_t* n_int64) noexcept nogil:
-    n_double[0] = 7 * n + 3 * d + b + drift_table_size(T)
+    n_double[0] = 7 * n + 2 * d + b + drift_table_size(T)
     n_intp[0] = 4 * n + b
     n_int64[0] = d if d > 0 else 1
 
@@ -98,20 +98,37 @@ cdef void sorel_problem_init(SorelProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssi
     P.s_prev = dwork + 5 * n
     P.dual_old = dwork + 6 * n
     P.gbar = dwork + 7 * n
-    P.ubar = dwork + 7 * n + d
-    P.wk = dwork + 7 * n + 2 * d
-    P.cb = dwork + 7 * n + 3 * d
-    P.tab = dwork + 7 * n + 3 * d + b
+    P.wk = dwork + 7 * n + d
+    P.cb = dwork + 7 * n + 2 * d
+    P.tab = dwork + 7 * n + 2 * d + b
     P.perm = iwork
     P.lperm = iwork + n
     P.iw = iwork + 2 * n
     P.order = iwork + 3 * n
     P.batch = iwork + 4 * n
     P.last = lwork
-    P.cert_t = 1.0
     P.trace = NULL
     P.trace_len = 0
     P.trace_pos = 0
+
+
+cdef inline double _sum_squares(const double* a, const double* b, double c,
+                                Py_ssize_t d) noexcept nogil:
+    """sum_i (a_i + c b_i)^2 (b NULL: sum_i a_i^2), compensated; two interleaved sums keep
+    the dependency chain short (these run over n_features every epoch)."""
+    cdef KahanSum s0 = ksum_new(), s1 = ksum_new()
+    cdef Py_ssize_t i = 0
+    cdef double r0, r1
+    while i + 1 < d:
+        r0 = a[i] if b == NULL else a[i] + c * b[i]
+        r1 = a[i + 1] if b == NULL else a[i + 1] + c * b[i + 1]
+        ksum_add(&s0, r0 * r0)
+        ksum_add(&s1, r1 * r1)
+        i += 2
+    if i < d:
+        r0 = a[i] if b == NULL else a[i] + c * b[i]
+        ksum_add(&s0, r0 * r0)
+    return ksum_value(&s0) + ksum_value(&s1)
 
 
 cdef double sorel_objective(const floating* data, const index_t* indices, const index_t* indptr,
@@ -119,7 +136,7 @@ cdef double sorel_objective(const floating* data, const index_t* indices, const 
     cdef Py_ssize_t i, j, n = P.n
     cdef index_t a, e
     cdef double m
-    cdef KahanSum F = ksum_new(), ww = ksum_new()
+    cdef KahanSum F = ksum_new()
     for i in range(n):
         a = indptr[i]
         e = indptr[i + 1]
@@ -129,9 +146,7 @@ cdef double sorel_objective(const floating* data, const index_t* indices, const 
     argsort_stable(P.l_cur, n, P.lperm, P.iw, warm)
     for j in range(n):
         ksum_add(&F, P.sigma[j] * P.l_cur[P.lperm[j]])
-    for j in range(P.d):
-        ksum_add(&ww, P.w[j] * P.w[j])
-    return ksum_value(&F) + 0.5 * P.lam * ksum_value(&ww)
+    return ksum_value(&F) + 0.5 * P.lam * _sum_squares(P.w, NULL, 0.0, P.d)
 
 
 cdef double sorel_risk_at_zero(SorelProblem* P) noexcept nogil:
@@ -202,70 +217,39 @@ cdef inline bint _guard_update(SorelProblem* P, double* norm_hist, int* n_anti,
     return n_anti[0] >= 3 and norm_hist[3] >= 0.9 * norm_hist[0]
 
 
-cdef void _anchor(const floating* data, const index_t* indices, const index_t* indptr,
-                  SorelProblem* P, bint second) noexcept nogil:
-    """gbar = X^T (dual * dbar) and, with ``second``, ubar = X^T (dual_old * dbar) in the
-    same pass over the rows."""
-    cdef Py_ssize_t i, q, n = P.n
+cdef void sorel_anchor(const floating* data, const index_t* indices, const index_t* indptr,
+                       SorelProblem* P) noexcept nogil:
+    """gbar = X^T (dual * dbar)."""
+    cdef Py_ssize_t i
     cdef index_t a0, a1
-    cdef double c1, c2, x
-    cdef double* g = P.gbar
-    cdef double* u = P.ubar
-    memset(g, 0, P.d * sizeof(double))
-    if not second:
-        for i in range(n):
-            c1 = P.dual[i] * P.dbar[i]
-            if c1 != 0.0:
-                a0 = indptr[i]
-                a1 = indptr[i + 1]
-                sparse_axpy(c1, data + a0, indices + a0, a1 - a0, g)
-        return
-    memset(u, 0, P.d * sizeof(double))
-    for i in range(n):
-        c1 = P.dual[i] * P.dbar[i]
-        c2 = P.dual_old[i] * P.dbar[i]
-        if c1 != 0.0 or c2 != 0.0:
-            for q in range(indptr[i], indptr[i + 1]):
-                x = data[q]
-                g[indices[q]] += c1 * x
-                u[indices[q]] += c2 * x
+    cdef double c
+    memset(P.gbar, 0, P.d * sizeof(double))
+    for i in range(P.n):
+        c = P.dual[i] * P.dbar[i]
+        if c != 0.0:
+            a0 = indptr[i]
+            a1 = indptr[i + 1]
+            sparse_axpy(c, data + a0, indices + a0, a1 - a0, P.gbar)
 
 
-cdef double _certificate(SorelProblem* P, bint second) noexcept nogil:
-    """G(w_k, lambda) minimised over lambda on the segment [dual_old, dual] (just dual
-    without ``second``): sets P.cert_t and returns G. Needs P.l_cur, P.lperm (sorted
-    losses at w_k), P.gbar = X^T (dual * dbar) and P.ubar = X^T (dual_old * dbar)."""
-    cdef Py_ssize_t i, j, p
-    cdef double lam = P.lam, u0, du, t, r
-    cdef KahanSum a1 = ksum_new(), a0 = ksum_new(), dd = ksum_new(), ud = ksum_new()
-    cdef KahanSum qq = ksum_new()
-    # R(l) - lambda^T l = sum_j (sigma_j - lambda_{p_j}) l_{p_j}: one sum of small terms
+cdef double sorel_risk_gap(SorelProblem* P) noexcept nogil:
+    """R_sigma(l) - P.dual^T l >= 0, from P.l_cur and P.lperm (the sorted losses)."""
+    cdef Py_ssize_t j, p
+    cdef double r
+    cdef KahanSum a = ksum_new()
+    # sum_j (sigma_j - lambda_{p_j}) l_{p_j}: one sum of small terms
     for j in range(P.n):
         p = P.lperm[j]
-        ksum_add(&a1, (P.sigma[j] - P.dual[p]) * P.l_cur[p])
-        if second:
-            ksum_add(&a0, (P.sigma[j] - P.dual_old[p]) * P.l_cur[p])
-    t = 1.0
-    if second:
-        # G(t) = (1-t) a0 + t a1 + ||u0 + t du||^2 / (2 lam), u0 = ubar + lam w, du = gbar - ubar
-        for i in range(P.d):
-            u0 = P.ubar[i] + lam * P.w[i]
-            du = P.gbar[i] - P.ubar[i]
-            ksum_add(&dd, du * du)
-            ksum_add(&ud, u0 * du)
-        if ksum_value(&dd) > 0.0:
-            t = -((ksum_value(&a1) - ksum_value(&a0)) * lam + ksum_value(&ud)) / ksum_value(&dd)
-            t = 0.0 if t < 0.0 else (1.0 if t > 1.0 else t)
-    P.cert_t = t
-    for i in range(P.d):
-        if second:
-            r = (1.0 - t) * P.ubar[i] + t * P.gbar[i] + lam * P.w[i]
-        else:
-            r = P.gbar[i] + lam * P.w[i]
-        ksum_add(&qq, r * r)
-    # the first term is >= 0 (lambda in Pi_sigma); rounding may leave a few ulp below
-    r = (1.0 - t) * ksum_value(&a0) + t * ksum_value(&a1) if second else ksum_value(&a1)
-    return (r if r > 0.0 else 0.0) + ksum_value(&qq) / (2.0 * lam)
+        ksum_add(&a, (P.sigma[j] - P.dual[p]) * P.l_cur[p])
+    # >= 0 for lambda in Pi_sigma; rounding may leave a few ulp below
+    r = ksum_value(&a)
+    return r if r > 0.0 else 0.0
+
+
+cdef double sorel_gap(SorelProblem* P, const double* u) noexcept nogil:
+    """G(w, P.dual) = [R_sigma(l) - dual^T l] + ||u + lam w||^2 / (2 lam) with
+    u = X^T (dual * phi'(Xw)), from P.l_cur and P.lperm (the sorted losses at w)."""
+    return sorel_risk_gap(P) + _sum_squares(u, P.w, P.lam, P.d) / (2.0 * P.lam)
 
 
 cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
@@ -277,7 +261,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef Py_ssize_t i, j, k, r, q, t, pos
     cdef index_t a0, a1
     cdef double F, theta, eta, inv_tau, al = opt.step, lam = P.lam, sc, c1, c2, a, log_a
-    cdef double m, coef, g, scale = <double>n / <double>b, target, gap = NAN, beta
+    cdef double m, coef, g, scale = <double>n / <double>b, target, gap = NAN, gap0 = INFINITY
     cdef double per_epoch = 1.0 + <double>T * <double>b / <double>n
     cdef double values[SOREL_HOOK_VALUES]
     cdef DriftJIT st
@@ -285,9 +269,6 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef double norm_hist[4]
     cdef int n_anti = 0, stop = 0
     cdef bint guard = opt.guard and not opt.no_dual_prox
-    # the second point of the certificate's segment: lambda_k (SOREL) or the running
-    # average of the vertices (LSVRG)
-    cdef bint second = True
     norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
     memset(P.s_prev, 0, n * sizeof(double))
     res.status = STATUS_MAX_EPOCHS
@@ -306,9 +287,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, False)
     else:                                                 # ... or the vertex (line 1)
         _vertex(P)
-    memcpy(P.dual_old, P.dual, n * sizeof(double))
     memcpy(P.l_prev, P.l_cur, n * sizeof(double))         # l(w_{-1}) = l(w_0)
-    P.cert_t = 1.0
     k = 0
     while True:
         # P.w = w_k; l_cur, dbar, lperm: the losses at w_k; dual = lambda_k
@@ -318,22 +297,22 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
             stop = hook(ctx, k, values) if hook != NULL else 0
             res.status = stop if stop != 0 else STATUS_DIVERGED
             break
+        if k == 0 and P.dual_given:
+            # a warm start's own certificate first: G(w_0, lambda_0)
+            memcpy(P.dual_old, P.dual, n * sizeof(double))
+            sorel_anchor(data, indices, indptr, P)
+            gap0 = sorel_gap(P, P.gbar)
         theta = <double>k / <double>(k + 1)
         if opt.no_dual_prox:
-            # the running average of the vertices (weights k + 1; a given lambda counts
-            # as the past) is the certificate's second point; then the vertex at w_k
             _vertex(P)                                    # eta = infinity
-            if k > 0 or not P.dual_given:
-                beta = 2.0 / <double>(k + 2)
-                for i in range(n):
-                    P.dual_old[i] += beta * (P.dual[i] - P.dual_old[i])
             eta = HUGE_VAL
             inv_tau = 0.0
         else:
             eta = c_eff * <double>(k + 1) / <double>n
             if opt.dual_step_max > 0.0 and eta > opt.dual_step_max:
                 eta = opt.dual_step_max
-            memcpy(P.dual_old, P.dual, n * sizeof(double))
+            if guard:
+                memcpy(P.dual_old, P.dual, n * sizeof(double))
             for i in range(n):
                 P.z[i] = P.dual[i] + eta * ((1.0 + theta) * P.l_cur[i] - theta * P.l_prev[i])
             project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, k > 0)
@@ -342,8 +321,10 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                 n_anti = 0
             inv_tau = <double>(k + 1) / (opt.prox_scale * <double>n)
         # the anchor gbar = X^T (lambda_{k+1} * phi'(X w_k)), and the certificate of w_k
-        _anchor(data, indices, indptr, P, second)
-        gap = _certificate(P, second)
+        sorel_anchor(data, indices, indptr, P)
+        gap = sorel_gap(P, P.gbar)
+        if k == 0 and P.dual_given and gap0 < gap:
+            gap = gap0                                    # P.dual becomes lambda_0 if k ends here
         values[0], values[1], values[2] = F, F - gap, gap
         values[3], values[4] = k * per_epoch, eta
         stop = hook(ctx, k, values) if hook != NULL else 0
@@ -408,10 +389,8 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         drift_flush(&st, T)
         F = sorel_objective(data, indices, indptr, P, True)
         k += 1
-    # the lambda of the last certificate
-    if P.cert_t != 1.0:
-        for i in range(n):
-            P.dual[i] = (1.0 - P.cert_t) * P.dual_old[i] + P.cert_t * P.dual[i]
+    if k == 0 and P.dual_given and gap0 <= gap:         # the warm start's lambda_0 certified
+        memcpy(P.dual, P.dual_old, n * sizeof(double))
     res.n_epochs = k
     res.primal = F
     res.gap = gap

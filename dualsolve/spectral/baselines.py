@@ -34,14 +34,12 @@ _CERTIFICATE_DOC = """
     Certificate (as :func:`train_sorel`'s): for any lambda in the permutahedron of sigma,
     ``F(w) - F* <= G(w, lambda) = [R_sigma(l(w)) - lambda^T l(w)] +
     ||X^T(lambda * phi'(Xw)) + lam w||^2 / (2 lam)``. This primal method has no lambda of
-    its own; the certificate takes the running average of the vertices
-    ``sigma[rank(l(w_j))]`` of its past iterates (weights j + 1){extra}. The gradient term
-    is divided by lam (1/n by default), so the gap is far above the suboptimality unless
-    the iterates settle: with ties among the losses at the optimum (the superquantile's
-    flat top), or a step too large to settle, the gap does not reach small tolerances, and
-    the run ends at ``max_epochs`` with a warning giving the gap reached
-    (docs/spectral.md has measurements)."""
-
+    its own; {which}. The gradient term is divided by lam (1/n by default), so the gap
+    stays far above the suboptimality unless the iterates settle: with ties among the
+    losses at the optimum (the superquantile's flat top), where the method itself stalls,
+    or on ill-conditioned (e.g. unscaled) data, the gap does not reach small tolerances and
+    the run ends at ``max_epochs`` with a warning giving the gap reached (docs/spectral.md
+    has measurements)."""
 
 # ---------------------------------------------------------------------------------------
 # LSVRG
@@ -181,9 +179,9 @@ def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_p
     -------
     Model
         ``coef`` = w, ``dual`` = the lambda of the last certificate, ``history`` (one row
-        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN at epoch
-        0 of a cold start), passes), ``stop_reason``, ``params`` (settings, the step used,
-        ``f0``, ``mean_displacement``: the average number of places an entry moved per
+        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN in the
+        epochs without a check), passes), ``stop_reason``, ``params`` (settings, the step
+        used, ``f0``, ``mean_displacement``: the average number of places an entry moved per
         step); ``extra["sigma"]`` is the spectrum used. ``passes`` counts gradient
         evaluations / n: the table build (1) plus 1 per epoch, so 0 at epoch 0 and k + 1 at
         epoch k >= 1. ``time`` includes the check after each epoch.
@@ -275,9 +273,9 @@ def train_spectral_sgd(X, y, *, loss="squared", spectrum="superquantile", spectr
     -------
     Model
         ``coef`` = w, ``dual`` = the lambda of the last certificate, ``history`` (one row
-        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN at epoch
-        0 of a cold start), passes), ``stop_reason``, ``params`` (settings, the step used,
-        ``f0``); ``extra["sigma"]``, ``extra["sigma_batch"]``: the spectra used.
+        per epoch, epoch 0 the start: epoch, time, primal = F(w_k), dual, gap (NaN in the
+        epochs without a check), passes), ``stop_reason``, ``params`` (settings, the step
+        used, ``f0``); ``extra["sigma"]``, ``extra["sigma_batch"]``: the spectra used.
         ``passes`` = k floor(n/b) b / n.
     """
     return fit(SPECTRAL_SGD, locals())
@@ -318,11 +316,17 @@ SPECTRAL_SGD = describe(
     engine=_sgd_engine)
 
 
-for _f, _extra in ((train_lsvrg, ", and takes the best point on the segment between it "
-                    "and the current vertex (one more accumulation in the anchor's pass)"),
-                   (train_prospect, ""), (train_spectral_sgd, "")):
+_VERTEX = ("the certificate takes the checkpoint's vertex ``sigma[rank(l(w_k))]``, whose "
+           "gradient term is the anchor: it costs O(n + n_features) per epoch")
+_AVERAGE = ("the certificate takes the running average of the vertices ``sigma[rank(l(w_j))]`` "
+            "of its iterates after each epoch (weights j + 1). It costs a pass over X, so "
+            "it is evaluated every 8 epochs, at the last one and whenever it can succeed (its "
+            "first term, O(n), is at most the target); ``history`` has NaN dual and gap in "
+            "the other epochs")
+for _f, _which in ((train_lsvrg, _VERTEX), (train_prospect, _AVERAGE),
+                   (train_spectral_sgd, _AVERAGE)):
     if _f.__doc__:                          # None under python -OO
         _f.__doc__ = (_f.__doc__.replace("{objective}", _OBJECTIVE_DOC)
-                      .replace("{certificate}", _CERTIFICATE_DOC.replace("{extra}", _extra))
+                      .replace("{certificate}", _CERTIFICATE_DOC.replace("{which}", _which))
                       .replace("{common}", COMMON_DOC).replace("{tail}", TAIL_DOC))
-del _f, _extra
+del _f, _which
