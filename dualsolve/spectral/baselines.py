@@ -11,6 +11,8 @@ sigma (nonnegative, nondecreasing, sum 1)::
 
 without smoothing (nu = 0, the SOREL paper's setting for every baseline).
 """
+import textwrap
+
 import numpy as np
 
 from .._driver import Result, fit
@@ -128,6 +130,8 @@ def _lsvrg_engine(p, o, mon, trace=None):
 
 LSVRG = describe(
     train_lsvrg,
+    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the checkpoint's "
+                 "vertex (rarely reached when losses tie at the optimum)"),
     summary="LSVRG for spectral risks without smoothing (Mehta et al. 2023)",
     params=dict(SPECTRUM_PARAMS, **STEP_PARAMS),
     history=("passes",),
@@ -208,6 +212,8 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
 
 PROSPECT = describe(
     train_prospect,
+    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+                 "vertices (rarely reached when losses tie at the optimum)"),
     summary="Prospect for spectral risks without smoothing (Mehta et al. 2024)",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"]),
     history=("passes",),
@@ -308,6 +314,8 @@ def _sgd_engine(p, o, mon, trace=None):
 
 SPECTRAL_SGD = describe(
     train_spectral_sgd,
+    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+                 "vertices (rarely reached: SGD stalls at a bias floor)"),
     summary="mini-batch stochastic subgradient descent on the spectral risk",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"],
                 batch_size=[None, Interval(Integral, 1, None)]),
@@ -326,7 +334,9 @@ _AVERAGE = ("the certificate takes the running average of the vertices ``sigma[r
 for _f, _which in ((train_lsvrg, _VERTEX), (train_prospect, _AVERAGE),
                    (train_spectral_sgd, _AVERAGE)):
     if _f.__doc__:                          # None under python -OO
+        _cert = "\n" + textwrap.fill(" ".join(_CERTIFICATE_DOC.replace("{which}", _which).split()),
+                                     width=92, initial_indent="    ", subsequent_indent="    ")
         _f.__doc__ = (_f.__doc__.replace("{objective}", _OBJECTIVE_DOC)
-                      .replace("{certificate}", _CERTIFICATE_DOC.replace("{which}", _which))
+                      .replace("{certificate}", _cert)
                       .replace("{common}", COMMON_DOC).replace("{tail}", TAIL_DOC))
-del _f, _which
+del _f, _which, _cert

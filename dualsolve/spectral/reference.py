@@ -4,7 +4,7 @@
 
 is solved through its dual over the permutahedron Pi_sigma,
 
-    D(lambda) = min_w  sum_i lambda_i l_i(w) + (lam/2) ||w||^2     (concave, grad D = l(w(lambda))),
+    D(lambda) = min_w  sum_i lambda_i l_i(w) + (lam/2) ||w||^2   (concave, grad D = l(w(lambda))),
 
 by accelerated projected gradient ascent (FISTA with a backtracked Lipschitz estimate and
 function-value restarts), with an exact dense inner solve. Every evaluated lambda gives a
@@ -16,7 +16,8 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from .._validation import check_csr, check_labels, check_positive, check_regularization, check_int, check_budget, check_choice
+from .._validation import (check_budget, check_choice, check_csr, check_labels, check_positive,
+                           check_regularization)
 from .projection import project_permutahedron
 from .spectra import resolve_spectrum
 

@@ -31,8 +31,9 @@ SPECTRUM_PARAMS = dict(
     spectrum_param=[None, Interval(Real, None, None)],
 )
 
-#: what stop_reason == "converged" certifies (the same for the four spectral trainers)
-CERTIFICATE = "spectral duality gap F(w) - D(lambda, w) <= tol * F(0)"
+#: what stop_reason == "converged" certifies: F(w) - F* <= G(w, lambda) <= tol F(0) (the
+#: baselines say which lambda, and that they rarely get there)
+CERTIFICATE = "spectral duality gap G(w, lambda) <= tol * F(0), lambda SOREL's dual iterate"
 
 # The parameters every spectral-risk trainer shares (train_sorel and the baselines).
 COMMON_DOC = """    X : sparse matrix/array (n, n_features)
@@ -144,10 +145,10 @@ def traced(train, X, y, **kw):
 DESCRIPTIONS = {}
 
 
-def describe(train, **kw):
+def describe(train, certificate=CERTIFICATE, **kw):
     """Register the description of a spectral trainer (common fields filled in)."""
     desc = register(Solver(name=train.__name__[len("train_"):], family="spectral",
-                           losses=LOSSES, certificate=CERTIFICATE, watch_growth=True,
+                           losses=LOSSES, certificate=certificate, watch_growth=True,
                            objective_scale=loss_scale, **kw))
     DESCRIPTIONS[train.__name__] = desc
     return desc
