@@ -1,14 +1,15 @@
 """The experiments of Ge & Jiang (2024), "SOREL: a stochastic algorithm for spectral risks
-minimization", section 5 / Figure 2 (no mini-batches), on our copies of the data
-(spec seed4_sorel.md, sections 4.1-4.6 and 5).
+minimization", section 5 / Figure 2 and appendix B (no mini-batches), on our copies of the
+data. [code-SOREL] and [code-Prospect] are the authors' public code of SOREL and of Prospect
+(Mehta et al. 2024), whose preprocessing and settings the paper follows.
 
 Problem. Least squares, l_i(w) = (x_i.w - y_i)^2 / 2, no intercept,
 
-    F(w) = sum_i sigma_i l_[i](w) + (mu/2) ||w||^2,     mu = 1/n,
+    F(w) = sum_i sigma_i l_[i](w) + (lam/2) ||w||^2,     lam = 1/n,
 
 for the spectra ESRM (rho = 2), extremile (r = 2.5) and superquantile / CVaR (alpha = 0.5),
 on yacht, energy, concrete, kin8nm and power-plant (15 pairs). Preprocessing as [code-Prospect]
-(spec 4.1): an 80/20 split (scikit-learn ``train_test_split(test_size=0.2,
+(the paper's section 5): an 80/20 split (scikit-learn ``train_test_split(test_size=0.2,
 random_state=42)``), the training part only; X standardised with the training mean and
 population std; y centred by its training mean and divided by its ddof=1 std. The data are
 the bundled UCI files (``dualsolve.datasets.load``): yacht has 308 rows here (246 after the
@@ -16,31 +17,32 @@ split; the paper's UCI read drops two rows and has 244) and energy's target is t
 load (the paper uses the cooling load). Other n match the paper: 614, 824, 6553, 7654.
 
 Reference. ``dualsolve.spectral.spectral_reference``: dual FISTA over the permutahedron with
-a certified duality gap (spec 5), instead of the paper's uncertified L-BFGS.
+a certified duality gap, instead of the paper's uncertified L-BFGS.
 
-Metric (spec 4.3). Suboptimality (F(w_k) - F*) / (F(w_0) - F*), w_0 = 0, against passes and
+Metric (the paper's Figure 2). Suboptimality (F(w_k) - F*) / (F(w_0) - F*), w_0 = 0, against passes and
 against seconds; each method's F(w_k) is the value it reports in ``history["primal"]`` (exact,
 from fresh margins). Also reported: (F - F*) / F*.
 
-Passes (spec 3.1). SOREL and LSVRG 2 per epoch (a full pass for the losses and the anchor
+Passes. SOREL and LSVRG 2 per epoch (a full pass for the losses and the anchor
 gradient, then n single-row steps); Prospect 1 per epoch plus 1 for its initial tables; SGD
 (batch 64) floor(n/64) 64 / n per epoch. Objective evaluations are not counted. Seconds: the
-solver's own ``history["time"]`` (single thread; SOREL needs the losses of every epoch anyway;
-SGD's time leaves out the objective it does not need, see its docstring).
+solver's own ``history["time"]`` (single thread; it includes each method's check after every
+epoch: F(w) and its certificate, which is how the solvers stop; here they run with tol=0,
+the paper's fixed budgets).
 
-Step sizes (spec 4.4). For each pair and method, a grid search with the paper's protocol:
+Step sizes (the paper's appendix B). For each pair and method, a grid search with the paper's protocol:
 seeds 1 and 2, the criterion is the training objective averaged over the last 10 epochs and
 over the seeds, run for the paper's horizon (64 passes on yacht, energy, concrete; 32 on
-kin8nm and power, as [code-Prospect]'s plots); alpha in {1e-4, 3e-4, ..., 3e-1} and, for
-SOREL, C in {0.01, 0.02, 0.04, 0.1, 0.2, 0.4, 1, 2, 4} (eta_k = C (k+1)/n). A run whose
-objective exceeds 1.5 F(w_0) or stops being finite (the solver's status "diverged": it leaves
-the non-finite epoch out of its history) is stopped and counts as failed ([code-Prospect]'s
-rule). The selected setting is then run for the full budget (1000 passes on the three small
+kin8nm and power, as [code-Prospect]'s plots); the paper's alpha (our ``step``) in
+{1e-4, 3e-4, ..., 3e-1} and, for SOREL, its C (our ``dual_step_scale``) in {0.01, 0.02,
+0.04, 0.1, 0.2, 0.4, 1, 2, 4} (eta_k = C (k+1)/n). A run whose objective exceeds 1.5 F(w_0)
+or stops being finite (``stop_reason == "diverged"``) is stopped and counts as failed
+([code-Prospect]'s rule). The selected setting is then run for the full budget (1000 passes on the three small
 sets, 400 on kin8nm and power) with fresh seeds 0-4, without the divergence stop: seed 0 is
 plotted and gives the tables' passes and seconds (the first epoch at or below each target,
 flagged when the run is above it again at its end); the tables also count how many of the
 five seeds reach 1e-6 and 1e-8, and how many end below. SOREL is also run with the paper's
-own (alpha, C) ([code-SOREL]'s table, spec 4.4) for comparison. The grid is cached
+own (alpha, C) ([code-SOREL]'s table) for comparison. The grid is cached
 (``$DUALSOLVE_CACHE``/sorel_tuning.json); its cost (runs and seconds) is reported with the
 results.
 
@@ -111,7 +113,7 @@ METHODS = {
             dict(color="tab:gray", ls=":")),
 }
 
-# [code-SOREL] hyperparamters.py, single-sample runs (spec 4.4): (superquantile, extremile,
+# [code-SOREL] hyperparamters.py, single-sample runs: (superquantile, extremile,
 # esrm); SOREL entries are (alpha, C)
 PAPER = {
     "yacht": dict(SGD=(1e-1, 1e-1, 1e-1), LSVRG=(1e-3, 3e-3, 3e-3), Prospect=(3e-3, 1e-2, 1e-2),
@@ -135,6 +137,12 @@ RESULTS = os.path.join(HERE, "results", "sorel_figures.json")
 IMG = os.path.join(ROOT, "docs", "img")
 
 
+def solver_kwargs(setting):
+    """The paper's names (alpha, C) of a setting as the solvers' keywords."""
+    names = dict(alpha="step", C="dual_step_scale")
+    return {names[k]: v for k, v in setting.items()}
+
+
 def paper_setting(dataset, method, kind):
     v = PAPER[dataset][method][_PAPER_ORDER.index(kind)]
     return dict(alpha=v[0], C=v[1]) if method == "SOREL" else dict(alpha=v)
@@ -143,7 +151,7 @@ def paper_setting(dataset, method, kind):
 # ------------------------------------------------------------------------------ data
 
 def load(name):
-    """The paper's preprocessing (spec 4.1) of a bundled UCI regression set: training part
+    """The paper's preprocessing of a bundled UCI regression set: training part
     of the 80/20 split, X standardised (population std), y standardised (ddof=1)."""
     from sklearn.model_selection import train_test_split
     X, y = dualsolve.datasets.load(name, dense=True)
@@ -232,16 +240,14 @@ def run(method, X, y, kind, setting, passes, seed, F0, stop_diverged=True, **ext
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = fn(X, y, loss="squared", spectrum=kind, spectrum_param=param, mu=1.0 / n,
+            m = fn(X, y, loss="squared", spectrum=kind, spectrum_param=param, lam=1.0 / n,
                    max_epochs=epochs_for(method, n, passes), seed=seed, callback=stop,
-                   **setting, **kw)
-    except ValueError as exc:          # e.g. SOREL's gradient form with alpha too large
+                   tol=0.0, **solver_kwargs(setting), **kw)
+    except ValueError as exc:          # e.g. SOREL's gradient form with a step too large
         return None, time.perf_counter() - t0, f"rejected: {exc}"
     sec = time.perf_counter() - t0
     p = m.history["primal"]
-    # a solver that meets a non-finite objective stops with status "diverged" and leaves
-    # that epoch out of its history (the baselines do): the history alone looks finite
-    if (m.params.get("status") == "diverged" or not np.all(np.isfinite(p))
+    if (m.stop_reason == "diverged" or not np.all(np.isfinite(p))
             or (stop_diverged and p[-1] > DIVERGED * F0)):
         return m, sec, "diverged"
     return m, sec, None
@@ -261,7 +267,7 @@ def grid(method):
 
 
 def tune(method, name, X, y, kind, F0, cache, quick=False, retune=False):
-    """The spec 4.4 grid search; cached per (data set, spectrum, method, horizon)."""
+    """The paper's grid search; cached per (data set, spectrum, method, horizon)."""
     horizon = TUNE_PASSES[name] if not quick else 4
     key = f"{name}|{kind}|{method}|{horizon}|{'quick' if quick else 'full'}"
     if key in cache and not retune:
@@ -350,14 +356,14 @@ def final_runs(method, X, y, kind, setting, budget, F0, Fs, n):
         if seed != RUN_SEEDS[0]:
             continue
         entry.update(summary)
-        entry.update(epochs=int(m.n_epochs), status=m.params.get("status"),
+        entry.update(epochs=int(m.n_epochs), status=m.stop_reason,
                      passes=_sig(passes), time=_sig(secs), subopt=_sig(sub, 4),
                      min_rel=float(np.nanmin(rel)), max_rel_after_1e8=None)
         hit = np.flatnonzero(sub <= 1e-8)
         if hit.size:
             entry["max_rel_after_1e8"] = float(np.nanmax(rel[hit[0]:]))
         if method == "SOREL":
-            eta = np.asarray(m.extra["eta"])
+            eta = np.asarray(m.history["eta"][:m.n_epochs])   # the epochs run
             sched = setting["C"] * np.arange(1, len(eta) + 1) / n
             halved = np.flatnonzero(np.diff(eta / sched) < 0) + 1
             entry["guard_epochs"] = [int(k) for k in halved]
@@ -434,7 +440,7 @@ def _fmt_target(t, max_passes):
 # --------------------------------------------------------------------------- guard demo
 
 def guard_demo(results, cache, epochs=1500, quick=False):
-    """SOREL with the paper's settings for a long run, eta_guard off and on."""
+    """SOREL with the paper's settings for a long run, dual_step_guard off and on."""
     out = {}
     cases = (("concrete", "esrm"), ("yacht", "superquantile"))
     for name, kind in cases[:1] if quick else cases:
@@ -447,12 +453,13 @@ def guard_demo(results, cache, epochs=1500, quick=False):
         curves = {}
         for g in (False, True):
             m = spectral.train_sorel(X, y, spectrum=kind, spectrum_param=SPECTRA[kind][0],
-                                     mu=1.0 / n, max_epochs=epochs if not quick else 50,
-                                     seed=RUN_SEED, eta_guard=g, **s)
+                                     lam=1.0 / n, max_epochs=epochs if not quick else 50,
+                                     seed=RUN_SEED, dual_step_guard=g, tol=0.0,
+                                     **solver_kwargs(s))
             F = np.asarray(m.history["primal"])
             curves["guard" if g else "paper"] = dict(
                 subopt=_sig((F - ref["F_star"]) / (F0 - ref["F_star"]), 4),
-                eta=_sig(m.extra["eta"], 4))
+                eta=_sig(m.history["eta"][:m.n_epochs], 4))
         out[f"{name}|{kind}"] = dict(setting=s, epochs=epochs, **curves)
     results["_guard_demo"] = out
     return out
@@ -525,7 +532,7 @@ def plot_guard(results):
                         ("guard", dict(color="tab:red", ls="--"))):
             sub = _clip(d[lab]["subopt"])
             ax.semilogy(np.arange(len(sub)), sub, label="eta_k = C(k+1)/n (paper)"
-                        if lab == "paper" else "with eta_guard (default)", **st)
+                        if lab == "paper" else "with dual_step_guard (default)", **st)
         ax.set_title(f"SOREL, {name}, {SPECTRA[kind][1]}, "
                      f"{_fmt_setting(d['setting'])}", fontsize=9)
         ax.set_xlabel("epochs")

@@ -10,7 +10,6 @@ import os
 import signal
 import threading
 import time
-import warnings
 
 import numpy as np
 import pytest

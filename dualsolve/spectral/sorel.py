@@ -93,6 +93,29 @@ def smoothness(p):
     return float(np.max(sqn)) * (0.25 if p.loss == "logistic" else 1.0)
 
 
+def spread_step(p, sigma, steps):
+    """The step cap of the primal-only baselines: 1 / (steps L_c), L_c = mean_i ||x_i -
+    xbar||^2 (a quarter of it for logistic), the rows' spread around their mean; inf for a
+    constant spectrum or rows that do not spread.
+
+    An epoch of ``steps`` steps moves w by about steps * step times a gradient of the
+    vertex-weighted objective; between epochs the vertex weights sigma[rank(l(w))] jump,
+    and the jump's effect on that gradient scales with the spread of the rows (a shift
+    common to every row, e.g. the mean of unscaled features, is weighted alike whatever the
+    ranks). With steps * step * L_c well above 1 an epoch overshoots past the kinks of F and
+    the iterates oscillate (the paper's appendix C); at 1, LSVRG, Prospect and SGD settled
+    on the ten raw and standardised (data set, spectrum) pairs we tried (docs/spectral.md)."""
+    if float(sigma.max()) == float(sigma.min()):
+        return float("inf")                 # no vertex jumps: plain SVRG / SAGA / SGD
+    X = p.X
+    mean = np.bincount(X.indices, weights=np.asarray(X.data, dtype=np.float64),
+                       minlength=p.d) / p.n
+    sqn = X.sqnorm if X.sqnorm is not None else np.zeros(1)
+    Lc = max(float(np.mean(sqn)) - float(mean @ mean), 0.0)
+    Lc *= 0.25 if p.loss == "logistic" else 1.0
+    return 1.0 / (steps * Lc) if Lc > 0 else float("inf")
+
+
 def loss_scale(p):
     """The largest loss at w = 0 (>= F(0)): the scale of the divergence watch."""
     l0 = _losses.value(p.loss, np.zeros(p.n), p.y, p.loss_param)
@@ -305,14 +328,16 @@ def _sorel_engine(p, o, mon, trace=None):
                   extra=dict(sigma=sigma))
 
 
-def sorel_step(p, o, sigma, factor, prox_term, name):
+def sorel_step(p, o, sigma, factor, prox_term, name, cap=float("inf")):
     """The primal step of SOREL's loop (also LSVRG's): the given one, checked against the
-    gradient form's condition at epoch 0, or ``1 / (factor n max(sigma) max_i L_i)``."""
+    gradient form's condition at epoch 0, or ``min(1 / (factor n max(sigma) max_i L_i),
+    cap)``."""
     inv_tau0 = 1.0 / (o["prox_scale"] * p.n) if prox_term else 0.0
     step = o["step"]
     if step is None:
         L = smoothness(p)
         step = 1.0 / (factor * p.n * float(sigma.max()) * L) if L > 0 else 1.0
+        step = min(step, cap)
         if o["form"] == "gradient":
             step = min(step, 0.5 / (p.lam + inv_tau0))
     elif o["form"] == "gradient" and not step * (p.lam + inv_tau0) < 1.0:
