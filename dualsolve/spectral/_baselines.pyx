@@ -358,7 +358,8 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             break
         if k >= opt.max_epochs:
             break
-        memcpy(Q.wk, Q.w, d * sizeof(double))
+        if opt.steps > POLL_MASK:                      # the epoch polls the hook: keep w_k
+            memcpy(Q.wk, Q.w, d * sizeof(double))
         if PP != NULL:
             stop = prospect_epoch(data, indices, indptr, PP, opt.steps, hook, ctx)
         else:
