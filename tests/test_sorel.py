@@ -12,7 +12,7 @@ from dualsolve import ConvergenceWarning
 
 from dualsolve.spectral import spectrum as make_spectrum
 from dualsolve.spectral.reference import spectral_reference
-from dualsolve.spectral.sorel import spectral_objective, traced, train_sorel
+from dualsolve.spectral.sorel import run_traced, spectral_objective, train_sorel
 
 SPECTRA = [("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
 
@@ -175,7 +175,7 @@ def test_twin_equals_cython(spectral, case):
     kw = dict(spectrum=case["kind"], lam=0.02, step=0.02, dual_step_scale=0.3, batch_size=b,
               sampling=sampling, form=case["form"], max_epochs=epochs, seed=11, warm_start=w0,
               tol=0.0)
-    m = traced(train_sorel, X, y, trace=trace, **kw)
+    m = run_traced(train_sorel, X, y, trace=trace, **kw)
     assert trace.min() >= 0
     if sampling == "permutation":         # disjoint batches within an epoch
         per = trace.reshape(epochs, T * b)
@@ -205,7 +205,7 @@ def test_twin_logistic_and_eta_cap():
     sigma = make_spectrum("esrm", n)
     epochs = 6
     trace = np.full(epochs * n, -1, dtype=np.intp)
-    m = traced(train_sorel, X, y, loss="logistic", spectrum="esrm", lam=0.05, step=0.05,
+    m = run_traced(train_sorel, X, y, loss="logistic", spectrum="esrm", lam=0.05, step=0.05,
                dual_step_scale=2.0, dual_step_max=0.1, max_epochs=epochs, tol=0.0, trace=trace)
     w, dual, gap = sorel_twin(X, y, sigma, 0.05, 0.05, 2.0, 20.0, epochs, trace, T=n,
                               loss="logistic", eta_max=0.1)
@@ -222,10 +222,10 @@ def test_batch_one_permutation_equals_serial_stream(spectral):
     tr1 = np.full(5 * n, -1, dtype=np.intp)
     tr2 = np.full(5 * n, -1, dtype=np.intp)
     kw = dict(spectrum="esrm", step=0.02, dual_step_scale=0.1, max_epochs=5, seed=4, tol=0.0)
-    m1 = traced(train_sorel, X, y, batch_size=1, sampling="permutation", trace=tr1, **kw)
+    m1 = run_traced(train_sorel, X, y, batch_size=1, sampling="permutation", trace=tr1, **kw)
     w, _, _ = sorel_twin(X, y, make_spectrum("esrm", n), 1.0 / n, 0.02, 0.1, 20.0, 5, tr1, b=1)
     assert np.abs(m1.coef - w).max() <= 1e-12
-    m2 = traced(train_sorel, X, y, batch_size=1, sampling="uniform", trace=tr2, **kw)
+    m2 = run_traced(train_sorel, X, y, batch_size=1, sampling="uniform", trace=tr2, **kw)
     assert not np.array_equal(tr1, tr2)          # a different stream, same algorithm
     w2, _, _ = sorel_twin(X, y, make_spectrum("esrm", n), 1.0 / n, 0.02, 0.1, 20.0, 5, tr2,
                           b=1, T=n)
@@ -327,8 +327,8 @@ def test_toy_converges_with_dual_prox(lam):
     X = np.ones((2, 1))
     y = np.array([1.0, -1.0])
     sigma = np.array([0.0, 1.0])                         # the maximum loss; w* = 0
-    m = train_sorel(X, y, spectrum=sigma, lam=lam, step=0.05, dual_step_scale=0.02, inner=200,
-                    max_epochs=300, warm_start=[0.3], seed=0, tol=0.0)
+    m = train_sorel(X, y, spectrum=sigma, lam=lam, step=0.05, dual_step_scale=0.02,
+                    steps_per_epoch=200, max_epochs=300, warm_start=[0.3], seed=0, tol=0.0)
     assert abs(m.coef[0]) < 1e-6
     assert np.allclose(m.dual, [0.5, 0.5], atol=1e-6)
     assert m.history["primal"][-1] == pytest.approx(0.5, abs=1e-12)   # F(0) = 1/2
@@ -340,7 +340,7 @@ def test_toy_oscillates_without_dual_prox(lam):
     X = np.ones((2, 1))
     y = np.array([1.0, -1.0])
     seen = []
-    m = train_sorel(X, y, spectrum=[0.0, 1.0], lam=lam, step=0.05, inner=200,
+    m = train_sorel(X, y, spectrum=[0.0, 1.0], lam=lam, step=0.05, steps_per_epoch=200,
                     max_epochs=60, warm_start=[0.3], dual_prox=False, tol=0.0,
                     callback=lambda info: seen.append(info["coef"][0]))
     w = np.array(seen[10:])
@@ -350,7 +350,7 @@ def test_toy_oscillates_without_dual_prox(lam):
     # with the proximal terms but a large dual step the paper's method fails too (c >= 0.05
     # on this toy); the dual-step guard is what rescues it (next test)
     m2 = train_sorel(X, y, spectrum=[0.0, 1.0], lam=lam, step=0.05, dual_step_scale=2.0,
-                     inner=200, max_epochs=300, warm_start=[0.3], dual_step_guard=False,
+                     steps_per_epoch=200, max_epochs=300, warm_start=[0.3], dual_step_guard=False,
                      tol=0.0)
     assert abs(m2.coef[0]) > 1e-3
     eta = m2.history["eta"][:-1]                        # the eta of the 300 epochs run
@@ -368,7 +368,7 @@ def test_guard_rescues_the_toy(lam, c):
     with it c is halved until the dual steps stop alternating, and the run converges."""
     X = np.ones((2, 1))
     y = np.array([1.0, -1.0])
-    kw = dict(spectrum=[0.0, 1.0], lam=lam, step=0.05, dual_step_scale=c, inner=200,
+    kw = dict(spectrum=[0.0, 1.0], lam=lam, step=0.05, dual_step_scale=c, steps_per_epoch=200,
               max_epochs=300, warm_start=[0.3], seed=0, tol=0.0)
     m0 = train_sorel(X, y, dual_step_guard=False, **kw)
     assert abs(m0.coef[0]) > 1e-3                          # the paper's schedule fails
@@ -388,8 +388,9 @@ def test_twin_equals_cython_when_the_guard_acts():
     y = np.array([1.0, -1.0])
     epochs, T = 40, 50
     trace = np.full(epochs * T, -1, dtype=np.intp)
-    m = traced(train_sorel, X, y, spectrum=[0.0, 1.0], lam=0.01, step=0.05, dual_step_scale=2.0,
-               inner=T, max_epochs=epochs, warm_start=[0.3], tol=0.0, trace=trace)
+    m = run_traced(train_sorel, X, y, spectrum=[0.0, 1.0], lam=0.01, step=0.05,
+                   dual_step_scale=2.0, steps_per_epoch=T, max_epochs=epochs, warm_start=[0.3],
+                   tol=0.0, trace=trace)
     assert m.history["eta"][epochs - 1] < 2.0 * epochs / 2      # the guard acted
     w, dual, gap = sorel_twin(X, y, np.array([0.0, 1.0]), 0.01, 0.05, 2.0, 20.0, epochs,
                               trace, T=T, w0=[0.3])

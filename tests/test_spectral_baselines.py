@@ -21,7 +21,7 @@ from dualsolve.spectral import spectrum as make_spectrum
 from dualsolve.spectral import _baselines
 from dualsolve.spectral.baselines import train_lsvrg, train_prospect, train_spectral_sgd
 from dualsolve.spectral.reference import spectral_reference
-from dualsolve.spectral.sorel import traced
+from dualsolve.spectral.sorel import run_traced
 
 SPECTRA = [("superquantile", 0.5), ("extremile", 2.5), ("esrm", 2.0)]
 SOLVERS = [train_lsvrg, train_prospect, train_spectral_sgd]
@@ -193,7 +193,7 @@ def test_lsvrg_twin(spectral, case, form, b):
     w0 = 0.1 * rng.standard_normal(X.shape[1])
     kw = dict(loss=case["loss"], spectrum=case["kind"], lam=0.02, step=0.02, form=form,
               batch_size=b, max_epochs=epochs, seed=11, warm_start=w0, tol=0.0)
-    m = traced(train_lsvrg, X, y, trace=trace, **kw)
+    m = run_traced(train_lsvrg, X, y, trace=trace, **kw)
     assert trace.min() >= 0
     Xd = X.astype(np.float64)
     w, dual, gap = lsvrg_twin(Xd, y, sigma, 0.02, 0.02, epochs, trace, case["loss"], b=b,
@@ -222,7 +222,7 @@ def test_prospect_twin_and_sorted_order(case):
     w0 = 0.1 * rng.standard_normal(X.shape[1])
     kw = dict(loss=case["loss"], spectrum=case["kind"], lam=0.02, step=0.01,
               max_epochs=epochs, seed=5, warm_start=w0, tol=0.0)
-    m = traced(train_prospect, X, y, trace=trace, order_trace=otrace, **kw)
+    m = run_traced(train_prospect, X, y, trace=trace, order_trace=otrace, **kw)
     assert trace.min() >= 0
     w, orders, dual, gap = prospect_twin(X.astype(np.float64), y, sigma, 0.02, 0.01, trace,
                                          case["loss"], w0=w0)
@@ -246,7 +246,7 @@ def test_prospect_order_on_real_data_with_ties(yacht):
     assert len(np.unique(np.abs(y))) < n
     trace = np.full(2 * n, -1, dtype=np.intp)
     otrace = np.full((2 * n, n), -1, dtype=np.intp)
-    m = traced(train_prospect, X, y, spectrum="esrm", step=0.003, max_epochs=2, seed=3,
+    m = run_traced(train_prospect, X, y, spectrum="esrm", step=0.003, max_epochs=2, seed=3,
                tol=0.0, trace=trace, order_trace=otrace)
     w, orders, dual, gap = prospect_twin(X, y, make_spectrum("esrm", n), 1.0 / n, 0.003, trace)
     assert np.array_equal(otrace, orders)
@@ -290,7 +290,7 @@ def test_sgd_twin(case, b):
     w0 = 0.1 * rng.standard_normal(X.shape[1])
     kw = dict(loss=case["loss"], spectrum=case["kind"], lam=0.02, step=0.05, batch_size=b,
               max_epochs=epochs, seed=9, warm_start=w0, tol=0.0)
-    m = traced(train_spectral_sgd, X, y, trace=trace, **kw)
+    m = run_traced(train_spectral_sgd, X, y, trace=trace, **kw)
     per = trace.reshape(epochs, T * b)
     assert all(len(set(r)) == T * b for r in per)          # without replacement per epoch
     sigma_b = make_spectrum(case["kind"], b)

@@ -48,21 +48,21 @@ _CERTIFICATE_DOC = """
 # LSVRG
 
 
-def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0, callback=None,
-                warm_start=None, step=None, batch_size=1, sampling=None, inner=None,
+def train_lsvrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
+                verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                spectrum_param=None, step=None, batch_size=1, sampling=None, steps_per_epoch=None,
                 form="gradient"):
     """Train a linear model by LSVRG for spectral risks (Mehta et al., AISTATS 2023, with
     nu = 0), the SOREL paper's baseline.
     {objective}
 
-    Epoch k (``inner`` steps, n by default):
+    Epoch k (``steps_per_epoch`` steps, n by default):
 
     1. checkpoint: the losses at w_k (one pass over X), lambda = ``sigma[rank(l(w_k))]``
        (the vertex of the permutahedron; ties by the previous order), the anchor
        ``gbar = X^T (lambda * phi'(X w_k))`` (a second pass) and the stored scalars
        ``phi'(x_i.w_k)``;
-    2. ``inner`` steps on batches S of b rows (b = 1: i uniform):
+    2. ``steps_per_epoch`` steps on batches S of b rows (b = 1: i uniform):
        ``c_i = (n/b) lambda_i (phi'(x_i.w) - phi'(x_i.w_k))`` and
        ``form="gradient"``: ``w <- w - step (sum_S c_i x_i + gbar + lam w)``;
        ``form="prox"``: ``w <- (w - step (sum_S c_i x_i + gbar)) / (1 + step lam)``.
@@ -79,24 +79,24 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 {common}
 {tail}
     step : float > 0, optional
-        Step size. Default ``min(1 / (16 n max(sigma) max_i L_i), 1 / (inner L_c))`` with
-        ``L_i = ||x_i||^2`` (squared) or ``||x_i||^2/4`` (logistic), ``L_c`` the mean of
-        ``||x_i - xbar||^2`` (a quarter for logistic; the cap is off for a constant
-        spectrum), and at most ``0.5/lam`` in the gradient form. ``n max(sigma) max_i
-        L_i`` bounds the smoothness of the sampled components ``n lambda_i l_i`` (the SVRG
-        bound would take 1/4 of its inverse; 1/16 did better on the paper's standardised
-        sets). The second term keeps an epoch from overshooting the kinks of F when the
-        vertex weights jump (the oscillation of the paper's appendix C): without it LSVRG
-        ends at twice the optimum on kin8nm, raw or standardised (docs/spectral.md). The
-        paper tunes the step over {1e-4, 3e-4, ..., 1e-1, 3e-1} (appendix B) on
-        standardised data; its picks were 1e-3 (CVaR) and 3e-3 (extremile, ESRM) on yacht,
-        1e-4 on kin8nm.
+        Step size. Default ``min(1 / (16 n max(sigma) max_i L_i), 1 / (T L_c))`` (T =
+        ``steps_per_epoch``) with ``L_i = ||x_i||^2`` (squared) or ``||x_i||^2/4``
+        (logistic), ``L_c`` the mean of ``||x_i - xbar||^2`` (a quarter for logistic; the
+        cap is off for a constant spectrum), and at most ``0.5/lam`` in the gradient form.
+        ``n max(sigma) max_i L_i`` bounds the smoothness of the sampled components
+        ``n lambda_i l_i`` (the SVRG bound would take 1/4 of its inverse; 1/16 did better on
+        the paper's standardised sets). The second term keeps an epoch from overshooting
+        the kinks of F when the vertex weights jump (the oscillation of the paper's appendix
+        C): without it LSVRG ends at twice the optimum on kin8nm, raw or standardised
+        (docs/spectral.md). The paper tunes the step over {1e-4, 3e-4, ..., 1e-1, 3e-1}
+        (appendix B) on standardised data; its picks were 1e-3 (CVaR) and 3e-3 (extremile,
+        ESRM) on yacht, 1e-4 on kin8nm.
     batch_size : int in [1, n]
         b rows per step (the paper's mini-batch runs use 64).
     sampling : {"uniform", "permutation"}, optional
         "uniform" (b = 1 only): rows with replacement; "permutation": consecutive batches
         of a fresh permutation per epoch. Default: "uniform" for b = 1, else "permutation".
-    inner : int >= 1, optional
+    steps_per_epoch : int >= 1, optional
         Steps between checkpoints; default n ("uniform", the paper's epoch length) or
         floor(n/b) ("permutation").
     form : {"gradient", "prox"}
@@ -111,7 +111,7 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
         gap = G, passes), ``stop_reason``, ``params`` (settings, the step used, ``f0``);
         ``extra["sigma"]`` is the spectrum used. ``passes`` counts per-sample gradient
         evaluations / n: each epoch is a full gradient at the checkpoint (n) plus
-        ``inner`` b stochastic ones, i.e. 2 per epoch by default. ``time`` includes the
+        ``steps_per_epoch`` b stochastic ones, i.e. 2 per epoch by default. ``time`` includes the
         checkpoint pass, which also gives F(w_k).
     """
     return fit(LSVRG, locals())
@@ -119,17 +119,18 @@ def train_lsvrg(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
 def _lsvrg_engine(p, o, mon, trace=None):
     sigma, name = spectrum_setup(o, p.n)
-    b, sampling, inner = batches(o, p.n, "train_lsvrg")
+    b, sampling, T = batches(o, p.n, "train_lsvrg")
     step = sorel_step(p, o, sigma, 16.0, False, "train_lsvrg",
-                      cap=spread_step(p, sigma, inner))
+                      cap=spread_step(p, sigma, T))
     w, dual, given = start(p)
     # LSVRG (nu = 0) is SOREL's loop with the vertex lambda and no proximal terms
     status, n_epochs, primal, dual_value, gap, f0 = _sorel.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
-        dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, inner,
+        dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
-                  info=dict(step=step, f0=f0, spectrum=name, sampling=sampling, inner=inner),
+                  info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
+                            steps_per_epoch=T),
                   extra=dict(sigma=sigma))
 
 
@@ -148,9 +149,9 @@ LSVRG = describe(
 # Prospect
 
 
-def train_prospect(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                   lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0,
-                   callback=None, warm_start=None, step=None):
+def train_prospect(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
+                   seed=0, verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                   spectrum_param=None, step=None):
     """Train a linear model by Prospect (Mehta et al., ICLR 2024, with nu = 0), the SOREL
     paper's baseline.
     {objective}
@@ -250,9 +251,10 @@ def _batch_spectrum(spectrum, spectrum_param, sigma, b):
     return s / s.sum()
 
 
-def train_spectral_sgd(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                       lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0,
-                       callback=None, warm_start=None, step=None, batch_size=None):
+def train_spectral_sgd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
+                       seed=0, verbose=0, callback=None, warm_start=None,
+                       spectrum="superquantile", spectrum_param=None, step=None,
+                       batch_size=None):
     """Train a linear model by mini-batch stochastic subgradient descent on the spectral
     risk ("SGD" of the SOREL paper's section 5; Levy et al. 2020, Mehta et al. 2023).
     {objective}

@@ -146,25 +146,29 @@ def batches(o, n, name):
     if sampling == "uniform" and b > 1:
         raise ValueError(f"{name}: sampling='uniform' draws one row per step; use "
                          "sampling='permutation' with batch_size > 1")
-    inner = o["inner"]
-    if inner is None:
-        inner = n if sampling == "uniform" else n // b
-    return b, sampling, inner
+    steps_per_epoch = o["steps_per_epoch"]
+    if steps_per_epoch is None:
+        steps_per_epoch = n if sampling == "uniform" else n // b
+    return b, sampling, steps_per_epoch
 
 
-def traced(train, X, y, **kw):
-    """``train(X, y, **kw)`` with the private knobs of the tests: ``trace`` (an intp array
-    receiving the sampled rows in order) and, for Prospect, ``order_trace`` (an intp array
-    (steps, n) receiving the maintained sorted order after every step)."""
-    private = {k: kw.pop(k) for k in ("trace", "order_trace") if k in kw}
-    bound = inspect.signature(train).bind(X, y, **kw)
+def run_traced(train, X, y, *, trace=None, order_trace=None, **kw):
+    """``train(X, y, **kw)`` (a spectral trainer or its name) with the engine's test hooks:
+    ``trace`` (an intp array receiving the sampled rows in order) and, for Prospect,
+    ``order_trace`` (an intp array (steps, n) receiving the maintained sorted order after
+    every step). For tests."""
+    name = train if isinstance(train, str) else train.__name__
+    desc, fn = DESCRIPTIONS[name]
+    private = dict(trace=trace)
+    if order_trace is not None:
+        private["order_trace"] = order_trace
+    bound = inspect.signature(fn).bind(X, y, **kw)
     bound.apply_defaults()
-    desc = DESCRIPTIONS[train.__name__]
     return fit(dataclasses.replace(desc, engine=functools.partial(desc.engine, **private)),
                dict(bound.arguments))
 
 
-#: train_* name -> its description (filled by the modules of the family)
+#: train_* name -> (its description, the function) (filled by the modules of the family)
 DESCRIPTIONS = {}
 
 
@@ -173,7 +177,7 @@ def describe(train, certificate=CERTIFICATE, **kw):
     desc = register(Solver(name=train.__name__[len("train_"):], family="spectral",
                            losses=LOSSES, certificate=certificate, watch_growth=True,
                            objective_scale=loss_scale, **kw))
-    DESCRIPTIONS[train.__name__] = desc
+    DESCRIPTIONS[train.__name__] = (desc, train)
     return desc
 
 
@@ -203,11 +207,11 @@ def spectral_objective(X, y, w, *, loss="squared", spectrum, spectrum_param=None
 # SOREL
 
 
-def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_param=None,
-                lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0, verbose=0, callback=None,
-                warm_start=None, step=None, dual_step_scale=0.1, prox_scale=20.0,
+def train_sorel(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
+                verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                spectrum_param=None, step=None, dual_step_scale=0.1, prox_scale=20.0,
                 dual_step_max=None, dual_step_guard=True, batch_size=1, sampling=None,
-                inner=None, form="gradient", dual_prox=True):
+                steps_per_epoch=None, form="gradient", dual_prox=True):
     """Train a linear model by SOREL (Ge & Jiang 2024, "SOREL: a stochastic algorithm for
     spectral risks minimization", Algorithm 1 in the practical form of their section 5 and
     appendix B), serially or with mini-batches (their Figure 3).
@@ -227,7 +231,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
        (sort + pool adjacent violators, warm-started from the previous order);
     2. the anchor ``gbar = X^T (lambda * phi'(X w_k))`` (a second pass), which also gives
        the certificate of w_k (below);
-    3. ``inner`` variance-reduced steps on the subproblem
+    3. ``steps_per_epoch`` variance-reduced steps on the subproblem
        ``lambda^T l(w) + (lam/2)||w||^2 + ||w - w_k||^2/(2 tau_k)``: a batch S of b rows,
        ``c_i = (n/b) lambda_i (phi'(x_i.w) - phi'(x_i.w_k))`` (all at the same w) and
        ``form="gradient"``: ``w <- w - step (sum_S c_i x_i + gbar + lam w + (w - w_k)/tau_k)``;
@@ -240,9 +244,10 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
     Certificate: for any lambda in Pi_sigma, ``F(w) - F* <= G(w, lambda) = [R_sigma(l(w)) -
     lambda^T l(w)] + ||X^T(lambda * phi'(Xw)) + lam w||^2 / (2 lam)`` (lam-strong convexity
-    of the inner problem); after every epoch G is minimised over the segment between the
-    new lambda and the previous one, at the cost of O(n + n_features) beyond the anchor's
-    pass. ``history["dual"]`` is ``F(w) - G``, a lower bound on the optimum.
+    of the inner problem), taken at w_k with lambda_{k+1}, whose gradient term is the anchor's
+    (so it costs O(n + n_features) per epoch; at epoch 0 of a warm start also with the given
+    lambda). ``history["dual"]`` is ``F(w) - G``, a lower bound on the optimum; the run
+    converges when ``G <= tol * F(0)``.
 
     Parameters
     ----------
@@ -288,7 +293,7 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
         "uniform": rows drawn with replacement (b = 1 only); "permutation": consecutive
         batches of a fresh random permutation per epoch (reshuffled if an epoch needs more
         than one pass). Default: "uniform" for b = 1, else "permutation".
-    inner : int >= 1, optional
+    steps_per_epoch : int >= 1, optional
         Steps per epoch (per dual update); default n ("uniform") or floor(n/b)
         ("permutation").
     form : {"gradient", "prox"}
@@ -314,17 +319,18 @@ def train_sorel(X, y, *, loss="squared", spectrum="superquantile", spectrum_para
 
 def _sorel_engine(p, o, mon, trace=None):
     sigma, name = spectrum_setup(o, p.n)
-    b, sampling, inner = batches(o, p.n, "train_sorel")
+    b, sampling, T = batches(o, p.n, "train_sorel")
     step = sorel_step(p, o, sigma, 2.0, o["dual_prox"], "train_sorel")
     w, dual, given = start(p)
     status, n_epochs, primal, dual_value, gap, f0 = _sorel.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, step, o["dual_step_scale"], o["prox_scale"],
-        o["dual_step_max"] or 0.0, FORMS[o["form"]], SAMPLING[sampling], b, inner,
+        o["dual_step_max"] or 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, not o["dual_prox"], o["dual_step_guard"], mon,
         trace=trace)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
-                  info=dict(step=step, f0=f0, spectrum=name, sampling=sampling, inner=inner),
+                  info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
+                            steps_per_epoch=T),
                   extra=dict(sigma=sigma))
 
 
@@ -352,7 +358,7 @@ STEP_PARAMS = dict(
     step=[None, Interval(Real, 0, None, closed="neither")],
     batch_size=[Interval(Integral, 1, None)],
     sampling=[None, Options(*SAMPLING)],
-    inner=[None, Interval(Integral, 1, None)],
+    steps_per_epoch=[None, Interval(Integral, 1, None)],
     form=[Options(*FORMS)],
 )
 
