@@ -1,7 +1,9 @@
-"""Dual-free SDCA family (spec seed3): dfSDCA, IS-dfSDCA, adfSDCA+ and exact adfSDCA.
+"""Dual-free SDCA family (He, Tappenden & Takac 2018): dfSDCA, IS-dfSDCA, adfSDCA+ and
+exact adfSDCA.
 
 References: scipy L-BFGS / the ridge normal equations (tests/conftest.py), and slow NumPy
-twins that replay the solver's sampled coordinates (the ``_trace`` option) step by step.
+twins that replay the solver's sampled coordinates (recorded through
+``dualsolve.adfsdca.api._record_coordinates``) step by step.
 """
 import warnings
 
@@ -12,6 +14,7 @@ from scipy.special import entr, expit
 
 import dualsolve
 from dualsolve.adfsdca import train_dfsdca, train_adfsdca
+from dualsolve.adfsdca.api import _record_coordinates
 from dualsolve._validation import ConvergenceWarning
 
 METHODS = {
@@ -52,10 +55,15 @@ def _optimum(references, X, y, lam, loss):
     return references.lbfgs(X, y, lam, loss)
 
 
-def _quiet(f, *a, **kw):
+def _quiet(f, *a, trace=None, **kw):
+    """f(*a, **kw) without ConvergenceWarnings; ``trace`` (an intp array) receives the
+    sampled coordinates."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return f(*a, **kw)
+        if trace is None:
+            return f(*a, **kw)
+        with _record_coordinates(trace):
+            return f(*a, **kw)
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,8 +256,8 @@ def test_numpy_twin_replays_the_iterates(method, loss, f1):
         f, kw = train_dfsdca, dict(sampling=method)
     else:
         f, kw = train_adfsdca, dict(variant=method)
-    m = _quiet(f, X, y, loss=loss, lam=lam, tol=0.0, max_epochs=epochs, seed=5, _trace=trace,
-               **kw)
+    m = _quiet(f, X, y, loss=loss, lam=lam, tol=0.0, max_epochs=epochs, seed=5,
+               trace=trace, **kw)
     assert trace.min() >= 0
     w, alpha = _twin(method, X, y, loss, lam, trace, epochs)
     rtol = 1e-12 if method in ("uniform", "importance") else 1e-9
@@ -266,12 +274,12 @@ def test_sampled_coordinates_follow_the_intended_law(f1):
     epochs = 60
     trace = np.full(epochs * n, -1, dtype=np.intp)
     _quiet(train_dfsdca, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=epochs,
-           _trace=trace)
+           trace=trace)
     assert trace.min() >= 0
     assert chisquare(np.bincount(trace, minlength=n)).pvalue > 1e-3
     trace.fill(-1)
     _quiet(train_dfsdca, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=epochs,
-           sampling="importance", _trace=trace)
+           sampling="importance", trace=trace)
     assert trace.min() >= 0
     v = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     p = n * lam + 0.25 * v
@@ -290,10 +298,10 @@ def test_plus_never_draws_zero_residue_rows(adf_fixtures):
     y[7] = 0.0
     trace = np.empty(10 * 50, dtype=np.intp)
     _quiet(train_adfsdca, sp.csr_matrix(X), y, loss="squared", tol=0.0, max_epochs=10,
-           _trace=trace)
+           trace=trace)
     assert 7 not in set(trace.tolist())
     _quiet(train_adfsdca, sp.csr_matrix(X), y, loss="squared", tol=0.0, max_epochs=10,
-           variant="exact", _trace=trace)
+           variant="exact", trace=trace)
     assert 7 not in set(trace.tolist())
 
 
@@ -354,7 +362,7 @@ def test_warm_start_and_callback(f1):
         return info["epoch"] == 3
 
     m3 = train_dfsdca(X, y, tol=0.0, max_epochs=50, callback=cb)
-    assert m3.n_epochs == 3 and not m3.converged and m3.params["status"] == "stopped"
+    assert m3.n_epochs == 3 and not m3.converged and m3.stop_reason == "callback"
     assert [e for e, _ in seen] == [0, 1, 2, 3]
     np.testing.assert_array_equal(seen[-1][1], m3.coef)
 
@@ -404,8 +412,8 @@ def test_bad_inputs(f1):
         train_dfsdca(X, y, sampling="adaptive")
     with pytest.raises(ValueError, match="variant"):
         train_adfsdca(X, y, variant="mini")
-    with pytest.raises(ValueError, match="s must"):
-        train_adfsdca(X, y, s=0.5)
+    with pytest.raises(ValueError, match="prob_shrink must"):
+        train_adfsdca(X, y, prob_shrink=0.5)
     with pytest.raises(ValueError, match="step_cap"):
         train_adfsdca(X, y, step_cap="bogus")
     with pytest.raises(ValueError, match="step_cap"):
@@ -442,7 +450,7 @@ def test_plus_beats_uniform_on_sparse_binary(s, f3, references):
     lam = 1.0 / X.shape[0]
     p_star, _ = references.lbfgs(X, y, lam, "logistic")
     sub = {}
-    for name, f, kw in (("uniform", train_dfsdca, {}), ("plus", train_adfsdca, dict(s=s))):
+    for name, f, kw in (("uniform", train_dfsdca, {}), ("plus", train_adfsdca, dict(prob_shrink=s))):
         m = _quiet(f, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=20, **kw)
         sub[name] = references.primal(X, y, m.coef, lam, "logistic") - p_star
     assert 0.0 <= sub["plus"] <= 1e-2 * sub["uniform"]
@@ -457,9 +465,30 @@ def test_verbose_prints_one_line_per_epoch(f1, capsys):
 
 
 def test_non_finite_iterates_are_reported_not_silent(f1):
-    """Non-finite iterates (e.g. the paper's uncapped adfSDCA+, spec 2.5; here forced by a
-    warm start that overflows w) end with a 'diverged' warning, not a silent return."""
+    """Non-finite iterates (here forced by a warm start that overflows w) end with
+    stop_reason "diverged", a warning naming the parameter to change, and the history row
+    of that epoch."""
     X, y = f1
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch 0.*step_cap"):
         m = train_adfsdca(X, y, loss="squared", warm_start=1e308 * y, tol=1e-8, max_epochs=2)
-    assert not m.converged
+    assert m.stop_reason == "diverged" and not m.converged and m.n_epochs == 0
+    assert len(m.history) == 1 and not np.isfinite(m.history["primal"][0])
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_uncapped_plus_diverges_with_a_hint(loss, f1):
+    """The paper's literal adfSDCA+ (step_cap=None) blows up on F1 (He et al. give no theory
+    for Algorithm 2): the run stops at the epoch its objective leaves the divergence
+    watch's range (1e4 P(0) above the start, or non-finite) with stop_reason "diverged" and
+    a warning naming step_cap, instead of running its budget; the capped default
+    converges."""
+    X, y = f1
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch .*step_cap='coordinate'"):
+        m = train_adfsdca(X, y, loss=loss, step_cap=None, max_epochs=500)
+    h = m.history
+    assert m.stop_reason == "diverged" and m.n_epochs < 500
+    assert h["epoch"][-1] == m.n_epochs
+    last = h["primal"][-1]
+    assert not np.isfinite(last) or last - h["primal"][0] > 1e4 * m.params["p0"]
+    assert np.all(h["primal"][:-1] - h["primal"][0] <= 1e4 * m.params["p0"])
+    assert train_adfsdca(X, y, loss=loss).stop_reason == "converged"
