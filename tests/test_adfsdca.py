@@ -492,3 +492,125 @@ def test_uncapped_plus_diverges_with_a_hint(loss, f1):
     assert not np.isfinite(last) or last - h["primal"][0] > 1e4 * m.params["p0"]
     assert np.all(h["primal"][:-1] - h["primal"][0] <= 1e4 * m.params["p0"])
     assert train_adfsdca(X, y, loss=loss).stop_reason == "converged"
+
+
+# ---------------------------------------------------------------------------------------
+# the solver contract beyond the default variant (tests/test_contract.py runs adfSDCA+)
+
+VARIANTS = {"exact": dict(variant="exact"), "minibatch": dict(variant="exact", batch_size=8),
+            "plus_s1": dict(prob_shrink=1.0)}
+
+
+def _dense_problem(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return sp.csr_matrix(X), y
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variants_stop_on_the_callback_and_warm_start(variant):
+    X, y = _dense_problem(120, 12)
+    kw = VARIANTS[variant]
+    seen = []
+    m = _quiet(train_adfsdca, X, y, tol=0.0, max_epochs=50,
+               callback=lambda info: seen.append(info["epoch"]) or info["epoch"] >= 2, **kw)
+    assert seen == [0, 1, 2] and m.stop_reason == "callback" and m.n_epochs == 2
+    first = train_adfsdca(X, y, tol=1e-3, **kw)
+    assert first.stop_reason == "converged"
+    again = train_adfsdca(X, y, tol=1e-3, warm_start=first, **kw)
+    assert again.stop_reason == "converged" and again.n_epochs == 0
+
+
+@pytest.mark.parametrize("variant", ["exact", "minibatch"])
+def test_sigint_stops_a_long_exact_epoch_within_a_second(variant):
+    """A dense problem makes one exact epoch cost seconds (a step touches every row): the
+    engine polls the hook inside the epoch, so a real SIGINT stops it within 1 s, with the
+    partial model (completed epochs counted, w == X^T alpha / (lam n))."""
+    import os
+    import signal
+    import threading
+    import time
+    X, y = _dense_problem(4000, 200)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+
+    def start_the_timer(info):
+        if info["epoch"] == 0:
+            timer.start()
+
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            _quiet(train_adfsdca, X, y, tol=0.0, max_epochs=2**31 - 1,
+                   callback=start_the_timer, **VARIANTS[variant])
+        waited = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert waited < 1.0, waited
+    m = info.value.model
+    assert m.stop_reason == "interrupted" and m.n_epochs == len(m.history) - 1
+    w_alpha = X.T @ m.dual / (m.params["lam"] * X.shape[0])
+    np.testing.assert_allclose(m.coef, w_alpha, rtol=0, atol=1e-10 * np.abs(w_alpha).max())
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_tol_zero_runs_the_budget_even_at_the_exact_optimum(method):
+    """y = 0 with the squared loss: every residue is exactly 0 from the start. tol = 0 still
+    runs every epoch (each a no-op) and ends at max_epochs; tol > 0 certifies at epoch 0."""
+    X, _ = _dense_problem(40, 5)
+    y = np.zeros(40)
+    m = _quiet(METHODS[method], X, y, loss="squared", tol=0.0, max_epochs=4)
+    assert m.stop_reason == "max_epochs" and m.n_epochs == 4 and len(m.history) == 5
+    assert np.all(m.coef == 0.0) and np.all(m.history["gap"] == 0.0)
+    m = METHODS[method](X, y, loss="squared", tol=1e-6, max_epochs=4)
+    assert m.stop_reason == "converged" and m.n_epochs == 0
+
+
+@pytest.mark.skipif(bool(__import__("os").environ.get("DUALSOLVE_ASAN")),
+                    reason="RLIMIT_AS cannot be used under ASan")
+def test_out_of_memory_in_the_engine_is_a_memory_error():
+    """The engine's own work memory (residues, two sum-trees, the CSC copy: about 10 n
+    doubles for exact adfSDCA) does not fit under an address-space limit that the Python
+    side's arrays still fit: STATUS_NO_MEMORY, which the driver raises as MemoryError."""
+    import subprocess
+    import sys
+    import tempfile
+    import textwrap
+    code = textwrap.dedent("""
+        import resource, numpy as np, scipy.sparse as sp
+        import dualsolve as ds
+        from dualsolve._monitor import EpochMonitor
+        from dualsolve._validation import check_csr
+        from dualsolve.adfsdca import _dfsdca
+        n = 4_000_000
+        X = sp.csr_matrix((np.ones(n), np.zeros(n, dtype=np.int32),
+                           np.arange(n + 1, dtype=np.int32)), shape=(n, 1))
+        y = np.where(np.arange(n) % 2, 1.0, -1.0)
+        Xc, w, alpha = check_csr(X), np.zeros(1), np.zeros(n)
+        with open("/proc/self/status") as fh:
+            vm = next(int(l.split()[1]) for l in fh if l.startswith("VmSize")) << 10
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (100 << 20), hard))   # the engine: ~400 MB
+        mon = EpochMonitor(("primal", "dual", "gap", "max_kappa", "dual_kind"))
+        print("status", _dfsdca.solve(Xc.data, Xc.indices, Xc.indptr, 1, y, "logistic", 0.0,
+                                      1.0 / n, w, alpha, Xc.sqnorm, 3, 0.0, 1, 1, 0, 10.0,
+                                      0.0, 1, 0, mon)[:2], len(mon.rows))
+        # the driver's arrays (~100 MB) fit, the engine's do not
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (200 << 20), hard))
+        try:
+            ds.train_adfsdca(X, y, variant="exact", max_epochs=1)
+        except MemoryError as exc:
+            print("MemoryError", exc)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "status (5, 0) 0" in proc.stdout, proc.stdout            # STATUS_NO_MEMORY, no row
+    assert "MemoryError train_adfsdca ran out of memory" in proc.stdout, proc.stdout
