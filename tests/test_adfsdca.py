@@ -392,10 +392,23 @@ def test_zero_row_and_duplicate_row(references, adf_fixtures):
         assert abs(references.primal(X, y, m.coef, lam, "logistic") - p_star) <= 1e-8 * p_star
 
 
-def test_not_converged_warns(f1):
+def test_not_converged_warns_with_what_sets_the_rate(f1):
+    """The max_epochs warning gives the certificate reached, how it moved over the second
+    half of the run and Lt v / (lam n) (lam n = 1 here), v the largest squared row norm for
+    the uniform step and the mean for the others (He et al. 2018, Theorem 1)."""
     X, y = f1
-    with pytest.warns(ConvergenceWarning):
-        train_dfsdca(X, y, tol=1e-12, max_epochs=2)
+    v = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    for f, which, k in ((train_dfsdca, "max", 0.25 * v.max()),
+                        (train_adfsdca, "mean", 0.25 * v.mean())):
+        with pytest.warns(ConvergenceWarning) as rec:
+            m = f(X, y, tol=1e-12, max_epochs=4)
+        g = m.history["gap"]
+        text = str(rec[0].message)
+        assert text.startswith(f"{f.__name__} stopped at max_epochs=4 before its criterion "
+                               f"held (gap certificate")
+        assert f": {g[-1]:.3e} > {1e-12 * m.params['p0']:.3e})" in text
+        assert f"Over epochs 2-4 the certificate went from {g[2]:.3g} to {g[4]:.3g}" in text
+        assert f"Lt {which}_i ||x_i||^2 / (lam n) = {k:.3g} sets the rate" in text
 
 
 def test_bad_inputs(f1):

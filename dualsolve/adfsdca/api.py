@@ -5,10 +5,12 @@ their steps and the certificate are described in docs/adfsdca.md.
 """
 import contextlib
 import contextvars
+import math
 
 import numpy as np
 
 from .._core import losses as _losses
+from .._core import status as _status
 from .._driver import Result, Solver, fit, register
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_dual
@@ -224,8 +226,30 @@ def _run(p, o, mon, method, shrink=1.0, cap=0.0, batch_size=1, batch_sampling="a
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, w, alpha,
         p.X.sqnorm, method, p.tol, p.max_epochs, o["check_every"], p.seed, shrink, cap,
         batch_size, BATCH_SAMPLING[batch_sampling], mon, trace=_TRACE.get())
+    note = ""
+    if status == _status.MAX_EPOCHS and p.tol > 0:
+        note = _why_slow(p, mon.rows, uniform=method == SAMPLING["uniform"])
     return Result(status, n_epochs, coef=w, dual=alpha, measure=gap, threshold=p.tol * p0,
-                  info=dict(p0=p0, theta=theta))
+                  info=dict(p0=p0, theta=theta), note=note)
+
+
+def _why_slow(p, rows, uniform):
+    """For the max_epochs warning: how the certificate moved over the second half of the run
+    and what sets the rate (He et al. 2018, Theorem 1: the potential shrinks by at least
+    1 - 1/(n + Lt Q/lam) per step, Q the mean squared row norm, or the largest for dfSDCA's
+    uniform step)."""
+    lt = _dfsdca.loss_smoothness(p.loss, p.loss_param)
+    which, k = ("max", lt * p.X.sqnorm.max()) if uniform else ("mean", lt * p.X.sqnorm.mean())
+    k /= p.lam * p.n
+    gaps = [(r[0], r[4]) for r in rows if math.isfinite(r[4])]
+    seen = ""
+    if len(gaps) >= 2:
+        e1, g1 = gaps[-1]
+        e0, g0 = next(x for x in gaps if 2 * x[0] >= e1 or x is gaps[-2])
+        seen = f"Over epochs {e0}-{e1} the certificate went from {g0:.3g} to {g1:.3g}; "
+    return (f"{seen}Lt {which}_i ||x_i||^2 / (lam n) = {k:.3g} sets the rate (up to "
+            f"{1 + k:.3g} epochs per e-fold; He et al. 2018, Theorem 1): rescaled features "
+            f"or a larger lam converge faster")
 
 
 def _dfsdca_engine(p, o, mon):
