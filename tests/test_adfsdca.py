@@ -27,7 +27,7 @@ LTILDE = {"logistic": 0.25, "squared": 1.0}
 
 
 # ---------------------------------------------------------------------------------------
-# fixtures of the spec (section 6), built with NumPy
+# the test problems F1-F3 (tests/helpers/adfsdca_fixtures.py)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,7 @@ def test_infeasible_alpha_uses_the_alphatilde_certificate(f1, references):
 
 
 # ---------------------------------------------------------------------------------------
-# adaptivity pays off on uneven row norms (spec 6 item 13-14)
+# adaptivity pays off on uneven row norms (He et al. 2018, Section 7)
 
 
 def _epochs_to(f, X, y, tol, **kw):
@@ -463,7 +463,8 @@ def test_plus_beats_uniform_on_sparse_binary(s, f3, references):
     lam = 1.0 / X.shape[0]
     p_star, _ = references.lbfgs(X, y, lam, "logistic")
     sub = {}
-    for name, f, kw in (("uniform", train_dfsdca, {}), ("plus", train_adfsdca, dict(prob_shrink=s))):
+    for name, f, kw in (("uniform", train_dfsdca, {}),
+                        ("plus", train_adfsdca, dict(prob_shrink=s))):
         m = _quiet(f, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=20, **kw)
         sub[name] = references.primal(X, y, m.coef, lam, "logistic") - p_star
     assert 0.0 <= sub["plus"] <= 1e-2 * sub["uniform"]

@@ -1,4 +1,4 @@
-"""Mini-batch adfSDCA (spec seed3 sections 2.7-2.8, 6 items 1, 7, 9, 10, 12, 20): the
+"""Mini-batch adfSDCA (He, Tappenden & Takac 2018, Section 6, Algorithms 3-4): the
 fixed-size samplers of dualsolve._core.sampler (water-filling, Algorithm 3, systematic) and
 ``train_adfsdca(variant="exact", batch_size=b)`` (Algorithm 4).
 
@@ -48,7 +48,7 @@ def _deriv(loss, z, y):
 
 
 def _waterfill_np(p, b):
-    """Independent water-filling (spec 2.7): cap what exceeds 1, rescale the rest."""
+    """Independent water-filling (docs/adfsdca.md): cap what exceeds 1, rescale the rest."""
     p = np.asarray(p, float)
     capped = np.zeros(p.shape[0], bool)
     while True:
