@@ -3,12 +3,13 @@
 For each data set (w8a, agaricus = mushrooms, a9a, reuters in place of rcv1, news20) and loss
 (squared with y in {-1, +1} as targets, logistic), lam = 1/n unless ``--lam-scale`` says
 otherwise, every method's duality-gap certificate (``history["gap"]``: the gap at (w, alpha)
-when alpha is feasible, else P(w) - D(-phi'(Xw)), spec seed3 5.2) relative to P(0), against
-epochs and against seconds:
+when alpha is feasible, else P(w) - D(-phi'(Xw)); see docs/adfsdca.md) relative to P(0),
+against epochs and against seconds:
 
 * SDCA (``train_sdca``, exact coordinate maximisation, liblinear's loop; checked every epoch),
 * dfSDCA (uniform), IS-dfSDCA (fixed importance probabilities),
-* adfSDCA (exact, Algorithm 1) and adfSDCA+ with s in {1, 10, 20} (Algorithm 2, capped step),
+* adfSDCA (exact, Algorithm 1) and adfSDCA+ with s = prob_shrink in {1, 10, 20} (Algorithm 2,
+  capped step),
 * mini-batch adfSDCA with b in {1, 8, 32} (Figures 5-6).
 
 Exact adfSDCA and its mini-batches run on agaricus and the first 5,000 rows of w8a only (see
@@ -79,9 +80,9 @@ def methods(n, exact):
     out = [("SDCA", dualsolve.train_sdca, dict(check_every=1, shrinking=False), "k-"),
            ("dfSDCA", dualsolve.train_dfsdca, dict(sampling="uniform"), "C7-"),
            ("IS-dfSDCA", dualsolve.train_dfsdca, dict(sampling="importance"), "C8-"),
-           ("adfSDCA+ s=1", dualsolve.train_adfsdca, dict(variant="plus", s=1), "C0:"),
-           ("adfSDCA+ s=10", dualsolve.train_adfsdca, dict(variant="plus", s=10), "C0-"),
-           ("adfSDCA+ s=20", dualsolve.train_adfsdca, dict(variant="plus", s=20), "C0--")]
+           ("adfSDCA+ s=1", dualsolve.train_adfsdca, dict(prob_shrink=1.0), "C0:"),
+           ("adfSDCA+ s=10", dualsolve.train_adfsdca, dict(prob_shrink=10.0), "C0-"),
+           ("adfSDCA+ s=20", dualsolve.train_adfsdca, dict(prob_shrink=20.0), "C0--")]
     if exact:
         out.append(("adfSDCA", dualsolve.train_adfsdca, dict(variant="exact"), "C3-"))
     if exact:
@@ -144,7 +145,7 @@ def plot(name, loss, lam_scale, curves, styles, path):
 def epoch_cost(X, y, lam, repeat, budget):
     """Seconds of one epoch (residue pass + n steps, no gap check) / one X @ w, paired."""
     out = {}
-    for label, kw in (("adfSDCA+ s=10", dict(variant="plus", s=10)),
+    for label, kw in (("adfSDCA+ s=10", dict(variant="plus", prob_shrink=10)),
                       ("adfSDCA (exact)", dict(variant="exact"))):
         ratios = []
         for _ in range(repeat if kw["variant"] == "plus" else 1):   # exact: ~1 minute

@@ -101,8 +101,10 @@ class Problem:
 @dataclass
 class Result:
     """What an engine returns. ``measure`` / ``threshold``: the value its stopping test
-    reached and the value it needed (for the max_epochs warning); ``info``: values to
-    record in ``Model.params`` (step sizes chosen, P(0), ...); ``extra``: arrays."""
+    reached and the value it needed (for the max_epochs warning); ``note``: a sentence the
+    max_epochs warning ends with (why the criterion was not reached, e.g. the rate seen);
+    ``info``: values to record in ``Model.params`` (step sizes chosen, P(0), ...);
+    ``extra``: arrays."""
     status: int
     n_epochs: int
     coef: np.ndarray
@@ -114,6 +116,7 @@ class Result:
     extra: dict = field(default_factory=dict)
     model_class: type = Model
     model_kwargs: dict = field(default_factory=dict)
+    note: str = ""
 
 
 _REGISTRY = {}
@@ -255,9 +258,11 @@ def _warn(solver, p, res, mon, model):
         reached = ""
         if np.isfinite(res.measure):
             reached = f": {res.measure:.3e} > {res.threshold:.3e}"
+        # an engine's own note says why more precisely than the generic conditioning hint
+        why = f". {res.note}" if res.note else _conditioning(p)
         warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
                       f"({solver.certificate}{reached}); increase max_epochs or tol"
-                      f"{_conditioning(p)}", ConvergenceWarning, stacklevel=4)
+                      f"{why}", ConvergenceWarning, stacklevel=4)
     elif model.stop_reason == "diverged":
         last = model.history["primal"][-1] if len(model.history) else float("nan")
         epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs

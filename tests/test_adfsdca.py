@@ -1,7 +1,9 @@
-"""Dual-free SDCA family (spec seed3): dfSDCA, IS-dfSDCA, adfSDCA+ and exact adfSDCA.
+"""Dual-free SDCA family (He, Tappenden & Takac 2018): dfSDCA, IS-dfSDCA, adfSDCA+ and
+exact adfSDCA.
 
 References: scipy L-BFGS / the ridge normal equations (tests/conftest.py), and slow NumPy
-twins that replay the solver's sampled coordinates (the ``_trace`` option) step by step.
+twins that replay the solver's sampled coordinates (recorded through
+``dualsolve.adfsdca.api._record_coordinates``) step by step.
 """
 import warnings
 
@@ -12,6 +14,7 @@ from scipy.special import entr, expit
 
 import dualsolve
 from dualsolve.adfsdca import train_dfsdca, train_adfsdca
+from dualsolve.adfsdca.api import _record_coordinates
 from dualsolve._validation import ConvergenceWarning
 
 METHODS = {
@@ -24,7 +27,7 @@ LTILDE = {"logistic": 0.25, "squared": 1.0}
 
 
 # ---------------------------------------------------------------------------------------
-# fixtures of the spec (section 6), built with NumPy
+# the test problems F1-F3 (tests/helpers/adfsdca_fixtures.py)
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +55,15 @@ def _optimum(references, X, y, lam, loss):
     return references.lbfgs(X, y, lam, loss)
 
 
-def _quiet(f, *a, **kw):
+def _quiet(f, *a, trace=None, **kw):
+    """f(*a, **kw) without ConvergenceWarnings; ``trace`` (an intp array) receives the
+    sampled coordinates."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return f(*a, **kw)
+        if trace is None:
+            return f(*a, **kw)
+        with _record_coordinates(trace):
+            return f(*a, **kw)
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,7 +172,7 @@ def test_infeasible_alpha_uses_the_alphatilde_certificate(f1, references):
 
 
 # ---------------------------------------------------------------------------------------
-# adaptivity pays off on uneven row norms (spec 6 item 13-14)
+# adaptivity pays off on uneven row norms (He et al. 2018, Section 7)
 
 
 def _epochs_to(f, X, y, tol, **kw):
@@ -248,8 +256,8 @@ def test_numpy_twin_replays_the_iterates(method, loss, f1):
         f, kw = train_dfsdca, dict(sampling=method)
     else:
         f, kw = train_adfsdca, dict(variant=method)
-    m = _quiet(f, X, y, loss=loss, lam=lam, tol=0.0, max_epochs=epochs, seed=5, _trace=trace,
-               **kw)
+    m = _quiet(f, X, y, loss=loss, lam=lam, tol=0.0, max_epochs=epochs, seed=5,
+               trace=trace, **kw)
     assert trace.min() >= 0
     w, alpha = _twin(method, X, y, loss, lam, trace, epochs)
     rtol = 1e-12 if method in ("uniform", "importance") else 1e-9
@@ -266,12 +274,12 @@ def test_sampled_coordinates_follow_the_intended_law(f1):
     epochs = 60
     trace = np.full(epochs * n, -1, dtype=np.intp)
     _quiet(train_dfsdca, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=epochs,
-           _trace=trace)
+           trace=trace)
     assert trace.min() >= 0
     assert chisquare(np.bincount(trace, minlength=n)).pvalue > 1e-3
     trace.fill(-1)
     _quiet(train_dfsdca, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=epochs,
-           sampling="importance", _trace=trace)
+           sampling="importance", trace=trace)
     assert trace.min() >= 0
     v = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     p = n * lam + 0.25 * v
@@ -290,10 +298,10 @@ def test_plus_never_draws_zero_residue_rows(adf_fixtures):
     y[7] = 0.0
     trace = np.empty(10 * 50, dtype=np.intp)
     _quiet(train_adfsdca, sp.csr_matrix(X), y, loss="squared", tol=0.0, max_epochs=10,
-           _trace=trace)
+           trace=trace)
     assert 7 not in set(trace.tolist())
     _quiet(train_adfsdca, sp.csr_matrix(X), y, loss="squared", tol=0.0, max_epochs=10,
-           variant="exact", _trace=trace)
+           variant="exact", trace=trace)
     assert 7 not in set(trace.tolist())
 
 
@@ -354,7 +362,7 @@ def test_warm_start_and_callback(f1):
         return info["epoch"] == 3
 
     m3 = train_dfsdca(X, y, tol=0.0, max_epochs=50, callback=cb)
-    assert m3.n_epochs == 3 and not m3.converged and m3.params["status"] == "stopped"
+    assert m3.n_epochs == 3 and not m3.converged and m3.stop_reason == "callback"
     assert [e for e, _ in seen] == [0, 1, 2, 3]
     np.testing.assert_array_equal(seen[-1][1], m3.coef)
 
@@ -384,10 +392,23 @@ def test_zero_row_and_duplicate_row(references, adf_fixtures):
         assert abs(references.primal(X, y, m.coef, lam, "logistic") - p_star) <= 1e-8 * p_star
 
 
-def test_not_converged_warns(f1):
+def test_not_converged_warns_with_what_sets_the_rate(f1):
+    """The max_epochs warning gives the certificate reached, how it moved over the second
+    half of the run and Lt v / (lam n) (lam n = 1 here), v the largest squared row norm for
+    the uniform step and the mean for the others (He et al. 2018, Theorem 1)."""
     X, y = f1
-    with pytest.warns(ConvergenceWarning):
-        train_dfsdca(X, y, tol=1e-12, max_epochs=2)
+    v = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    for f, which, k in ((train_dfsdca, "max", 0.25 * v.max()),
+                        (train_adfsdca, "mean", 0.25 * v.mean())):
+        with pytest.warns(ConvergenceWarning) as rec:
+            m = f(X, y, tol=1e-12, max_epochs=4)
+        g = m.history["gap"]
+        text = str(rec[0].message)
+        assert text.startswith(f"{f.__name__} stopped at max_epochs=4 before its criterion "
+                               f"held (gap certificate")
+        assert f": {g[-1]:.3e} > {1e-12 * m.params['p0']:.3e})" in text
+        assert f"Over epochs 2-4 the certificate went from {g[2]:.3g} to {g[4]:.3g}" in text
+        assert f"Lt {which}_i ||x_i||^2 / (lam n) = {k:.3g} sets the rate" in text
 
 
 def test_bad_inputs(f1):
@@ -404,8 +425,8 @@ def test_bad_inputs(f1):
         train_dfsdca(X, y, sampling="adaptive")
     with pytest.raises(ValueError, match="variant"):
         train_adfsdca(X, y, variant="mini")
-    with pytest.raises(ValueError, match="s must"):
-        train_adfsdca(X, y, s=0.5)
+    with pytest.raises(ValueError, match="prob_shrink must"):
+        train_adfsdca(X, y, prob_shrink=0.5)
     with pytest.raises(ValueError, match="step_cap"):
         train_adfsdca(X, y, step_cap="bogus")
     with pytest.raises(ValueError, match="step_cap"):
@@ -442,7 +463,8 @@ def test_plus_beats_uniform_on_sparse_binary(s, f3, references):
     lam = 1.0 / X.shape[0]
     p_star, _ = references.lbfgs(X, y, lam, "logistic")
     sub = {}
-    for name, f, kw in (("uniform", train_dfsdca, {}), ("plus", train_adfsdca, dict(s=s))):
+    for name, f, kw in (("uniform", train_dfsdca, {}),
+                        ("plus", train_adfsdca, dict(prob_shrink=s))):
         m = _quiet(f, X, y, loss="logistic", lam=lam, tol=0.0, max_epochs=20, **kw)
         sub[name] = references.primal(X, y, m.coef, lam, "logistic") - p_star
     assert 0.0 <= sub["plus"] <= 1e-2 * sub["uniform"]
@@ -457,9 +479,152 @@ def test_verbose_prints_one_line_per_epoch(f1, capsys):
 
 
 def test_non_finite_iterates_are_reported_not_silent(f1):
-    """Non-finite iterates (e.g. the paper's uncapped adfSDCA+, spec 2.5; here forced by a
-    warm start that overflows w) end with a 'diverged' warning, not a silent return."""
+    """Non-finite iterates (here forced by a warm start that overflows w) end with
+    stop_reason "diverged", a warning naming the parameter to change, and the history row
+    of that epoch."""
     X, y = f1
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch 0.*step_cap"):
         m = train_adfsdca(X, y, loss="squared", warm_start=1e308 * y, tol=1e-8, max_epochs=2)
-    assert not m.converged
+    assert m.stop_reason == "diverged" and not m.converged and m.n_epochs == 0
+    assert len(m.history) == 1 and not np.isfinite(m.history["primal"][0])
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_uncapped_plus_diverges_with_a_hint(loss, f1):
+    """The paper's literal adfSDCA+ (step_cap=None) blows up on F1 (He et al. give no theory
+    for Algorithm 2): the run stops at the epoch its objective leaves the divergence
+    watch's range (1e4 P(0) above the start, or non-finite) with stop_reason "diverged" and
+    a warning naming step_cap, instead of running its budget; the capped default
+    converges."""
+    X, y = f1
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch .*step_cap='coordinate'"):
+        m = train_adfsdca(X, y, loss=loss, step_cap=None, max_epochs=500)
+    h = m.history
+    assert m.stop_reason == "diverged" and m.n_epochs < 500
+    assert h["epoch"][-1] == m.n_epochs
+    last = h["primal"][-1]
+    assert not np.isfinite(last) or last - h["primal"][0] > 1e4 * m.params["p0"]
+    assert np.all(h["primal"][:-1] - h["primal"][0] <= 1e4 * m.params["p0"])
+    assert train_adfsdca(X, y, loss=loss).stop_reason == "converged"
+
+
+# ---------------------------------------------------------------------------------------
+# the solver contract beyond the default variant (tests/test_contract.py runs adfSDCA+)
+
+VARIANTS = {"exact": dict(variant="exact"), "minibatch": dict(variant="exact", batch_size=8),
+            "plus_s1": dict(prob_shrink=1.0)}
+
+
+def _dense_problem(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return sp.csr_matrix(X), y
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variants_stop_on_the_callback_and_warm_start(variant):
+    X, y = _dense_problem(120, 12)
+    kw = VARIANTS[variant]
+    seen = []
+    m = _quiet(train_adfsdca, X, y, tol=0.0, max_epochs=50,
+               callback=lambda info: seen.append(info["epoch"]) or info["epoch"] >= 2, **kw)
+    assert seen == [0, 1, 2] and m.stop_reason == "callback" and m.n_epochs == 2
+    first = train_adfsdca(X, y, tol=1e-3, **kw)
+    assert first.stop_reason == "converged"
+    again = train_adfsdca(X, y, tol=1e-3, warm_start=first, **kw)
+    assert again.stop_reason == "converged" and again.n_epochs == 0
+
+
+@pytest.mark.parametrize("variant", ["exact", "minibatch"])
+def test_sigint_stops_a_long_exact_epoch_within_a_second(variant):
+    """A dense problem makes one exact epoch cost seconds (a step touches every row): the
+    engine polls the hook inside the epoch, so a real SIGINT stops it within 1 s, with the
+    partial model (completed epochs counted, w == X^T alpha / (lam n))."""
+    import os
+    import signal
+    import threading
+    import time
+    X, y = _dense_problem(4000, 200)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+
+    def start_the_timer(info):
+        if info["epoch"] == 0:
+            timer.start()
+
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            _quiet(train_adfsdca, X, y, tol=0.0, max_epochs=2**31 - 1,
+                   callback=start_the_timer, **VARIANTS[variant])
+        waited = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert waited < 1.0, waited
+    m = info.value.model
+    assert m.stop_reason == "interrupted" and m.n_epochs == len(m.history) - 1
+    w_alpha = X.T @ m.dual / (m.params["lam"] * X.shape[0])
+    np.testing.assert_allclose(m.coef, w_alpha, rtol=0, atol=1e-10 * np.abs(w_alpha).max())
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_tol_zero_runs_the_budget_even_at_the_exact_optimum(method):
+    """y = 0 with the squared loss: every residue is exactly 0 from the start. tol = 0 still
+    runs every epoch (each a no-op) and ends at max_epochs; tol > 0 certifies at epoch 0."""
+    X, _ = _dense_problem(40, 5)
+    y = np.zeros(40)
+    m = _quiet(METHODS[method], X, y, loss="squared", tol=0.0, max_epochs=4)
+    assert m.stop_reason == "max_epochs" and m.n_epochs == 4 and len(m.history) == 5
+    assert np.all(m.coef == 0.0) and np.all(m.history["gap"] == 0.0)
+    m = METHODS[method](X, y, loss="squared", tol=1e-6, max_epochs=4)
+    assert m.stop_reason == "converged" and m.n_epochs == 0
+
+
+@pytest.mark.skipif(bool(__import__("os").environ.get("DUALSOLVE_ASAN")),
+                    reason="RLIMIT_AS cannot be used under ASan")
+def test_out_of_memory_in_the_engine_is_a_memory_error():
+    """The engine's own work memory (residues, two sum-trees, the CSC copy: about 10 n
+    doubles for exact adfSDCA) does not fit under an address-space limit that the Python
+    side's arrays still fit: STATUS_NO_MEMORY, which the driver raises as MemoryError."""
+    import subprocess
+    import sys
+    import tempfile
+    import textwrap
+    code = textwrap.dedent("""
+        import resource, numpy as np, scipy.sparse as sp
+        import dualsolve as ds
+        from dualsolve._monitor import EpochMonitor
+        from dualsolve._validation import check_csr
+        from dualsolve.adfsdca import _dfsdca
+        n = 4_000_000
+        X = sp.csr_matrix((np.ones(n), np.zeros(n, dtype=np.int32),
+                           np.arange(n + 1, dtype=np.int32)), shape=(n, 1))
+        y = np.where(np.arange(n) % 2, 1.0, -1.0)
+        Xc, w, alpha = check_csr(X), np.zeros(1), np.zeros(n)
+        with open("/proc/self/status") as fh:
+            vm = next(int(l.split()[1]) for l in fh if l.startswith("VmSize")) << 10
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (100 << 20), hard))   # the engine: ~400 MB
+        mon = EpochMonitor(("primal", "dual", "gap", "max_kappa", "dual_kind"))
+        print("status", _dfsdca.solve(Xc.data, Xc.indices, Xc.indptr, 1, y, "logistic", 0.0,
+                                      1.0 / n, w, alpha, Xc.sqnorm, 3, 0.0, 1, 1, 0, 10.0,
+                                      0.0, 1, 0, mon)[:2], len(mon.rows))
+        # the driver's arrays (~100 MB) fit, the engine's do not
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (200 << 20), hard))
+        try:
+            ds.train_adfsdca(X, y, variant="exact", max_epochs=1)
+        except MemoryError as exc:
+            print("MemoryError", exc)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "status (5, 0) 0" in proc.stdout, proc.stdout            # STATUS_NO_MEMORY, no row
+    assert "MemoryError train_adfsdca ran out of memory" in proc.stdout, proc.stdout

@@ -1,10 +1,11 @@
-"""Mini-batch adfSDCA (spec seed3 sections 2.7-2.8, 6 items 1, 7, 9, 10, 12, 20): the
+"""Mini-batch adfSDCA (He, Tappenden & Takac 2018, Section 6, Algorithms 3-4): the
 fixed-size samplers of dualsolve._core.sampler (water-filling, Algorithm 3, systematic) and
 ``train_adfsdca(variant="exact", batch_size=b)`` (Algorithm 4).
 
 References: the paper's toy example, exact mixture marginals, binomial bounds on draws,
 scipy L-BFGS / the ridge normal equations, and a dense NumPy twin that replays the sampled
-sets (the ``_trace`` option, b entries per iteration, -1 padded).
+sets (recorded through ``dualsolve.adfsdca.api._record_coordinates``, b entries per
+iteration, -1 padded).
 """
 import warnings
 
@@ -16,6 +17,7 @@ from scipy.special import expit
 from dualsolve._core.sampler import alg3_components, minibatch_draw, waterfill
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.adfsdca import train_adfsdca
+from dualsolve.adfsdca.api import _record_coordinates
 
 LTILDE = {"logistic": 0.25, "squared": 1.0}
 
@@ -30,10 +32,15 @@ def f2(adf_fixtures):
     return adf_fixtures.make_f1(1, unit=True)
 
 
-def _quiet(f, *a, **kw):
+def _quiet(f, *a, trace=None, **kw):
+    """f(*a, **kw) without ConvergenceWarnings; ``trace`` (an intp array) receives the
+    sampled coordinates."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return f(*a, **kw)
+        if trace is None:
+            return f(*a, **kw)
+        with _record_coordinates(trace):
+            return f(*a, **kw)
 
 
 def _deriv(loss, z, y):
@@ -41,7 +48,7 @@ def _deriv(loss, z, y):
 
 
 def _waterfill_np(p, b):
-    """Independent water-filling (spec 2.7): cap what exceeds 1, rescale the rest."""
+    """Independent water-filling (docs/adfsdca.md): cap what exceeds 1, rescale the rest."""
     p = np.asarray(p, float)
     capped = np.zeros(p.shape[0], bool)
     while True:
@@ -251,7 +258,7 @@ def test_systematic_sampler_reaches_reference_optimum(loss, f2, references):
     else:
         p_star, _ = references.lbfgs(X, y, lam, loss)
     m = train_adfsdca(X, y, loss=loss, lam=lam, variant="exact", batch_size=8,
-                      mb_sampler="systematic", tol=1e-12, max_epochs=1000)
+                      batch_sampling="systematic", tol=1e-12, max_epochs=1000)
     assert m.converged
     assert abs(references.primal(X, y, m.coef, lam, loss) - p_star) <= 1e-8 * max(1, p_star)
 
@@ -289,9 +296,9 @@ def test_batch_size_one_is_the_serial_path(sampler, f1):
     X, y = f1
     ta = np.full(4 * X.shape[0], -1, dtype=np.intp)
     tb = ta.copy()
-    a = _quiet(train_adfsdca, X, y, variant="exact", tol=0.0, max_epochs=4, seed=5, _trace=ta)
-    b = _quiet(train_adfsdca, X, y, variant="exact", batch_size=1, mb_sampler=sampler,
-               tol=0.0, max_epochs=4, seed=5, _trace=tb)
+    a = _quiet(train_adfsdca, X, y, variant="exact", tol=0.0, max_epochs=4, seed=5, trace=ta)
+    b = _quiet(train_adfsdca, X, y, variant="exact", batch_size=1, batch_sampling=sampler,
+               tol=0.0, max_epochs=4, seed=5, trace=tb)
     np.testing.assert_array_equal(ta, tb)
     np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(a.dual, b.dual)
@@ -372,7 +379,8 @@ def test_numpy_twin_replays_minibatch_iterates(loss, b, sampler, cap, f1):
     # two epochs of aggregated steps (b = n: one per epoch) replayed by the dense twin
     full = np.full(2 * iters_per_epoch * b, -2, dtype=np.intp)
     m = _quiet(train_adfsdca, X, y, loss=loss, lam=lam, variant="exact", batch_size=b,
-               mb_sampler=sampler, step_cap=cap, tol=0.0, max_epochs=2, seed=4, _trace=full)
+               batch_sampling=sampler, step_cap=cap, tol=0.0, max_epochs=2, seed=4,
+               trace=full)
     assert full.min() >= -1
     w2, alpha2 = _twin_minibatch(X, y, loss, lam, b, full, 2 * iters_per_epoch,
                                  cap=1.0 if cap else 0.0)
@@ -406,7 +414,7 @@ def test_minibatch_zero_residue_rows_and_fewer_nonzero_than_b(adf_fixtures):
     trace = np.full(1000 * n, -2, dtype=np.intp)
     # b = n: one (full-gradient-like) iteration per epoch, ~300 epochs here
     m = _quiet(train_adfsdca, sp.csr_matrix(A), y, loss="squared", variant="exact",
-               batch_size=n, tol=1e-12, max_epochs=1000, _trace=trace)
+               batch_size=n, tol=1e-12, max_epochs=1000, trace=trace)
     assert m.converged
     used = trace[trace != -2].reshape(-1, n)
     assert np.all(used[:, -1] == -1)                         # b_eff = n - 1
@@ -440,7 +448,7 @@ def test_bad_batch_size(f1):
         train_adfsdca(X, y, variant="exact", batch_size=True)
     with pytest.raises(ValueError, match="batch_size > 1 needs variant='exact'"):
         train_adfsdca(X, y, batch_size=4)
-    with pytest.raises(ValueError, match="mb_sampler"):
-        train_adfsdca(X, y, variant="exact", batch_size=4, mb_sampler="madow")
-    with pytest.raises(TypeError, match="mb_sampler"):
-        train_adfsdca(X, y, variant="exact", batch_size=4, mb_sampler=1)
+    with pytest.raises(ValueError, match="batch_sampling"):
+        train_adfsdca(X, y, variant="exact", batch_size=4, batch_sampling="madow")
+    with pytest.raises(TypeError, match="batch_sampling"):
+        train_adfsdca(X, y, variant="exact", batch_size=4, batch_sampling=1)

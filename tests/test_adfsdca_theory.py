@@ -1,5 +1,5 @@
-"""The theory behind adaptive dual-free SDCA, checked exactly (spec seed3 section 6, tests 3-6
-and 16): Lemma 2's optimal probabilities, the step-size bounds, and the one-step contraction
+"""The theory behind adaptive dual-free SDCA (He, Tappenden & Takac 2018), checked exactly:
+Lemma 2's optimal probabilities, the step-size bounds, and the one-step contraction
 E[D(t+1)] <= (1 - theta) D(t) of Theorems 1 and 4 by enumeration on a 7-row problem, with the
 mini-batch expectation taken over the components of our Algorithm 3 sampler.
 

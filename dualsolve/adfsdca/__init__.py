@@ -1,5 +1,6 @@
-"""Dual-free SDCA and adaptive dual-free SDCA (spec seed3): ``train_dfsdca`` (uniform or
-fixed importance sampling) and ``train_adfsdca`` (adfSDCA+ and exact adfSDCA)."""
+"""Dual-free SDCA (Shalev-Shwartz 2016) and adaptive dual-free SDCA (He, Tappenden & Takac
+2018): ``train_dfsdca`` (uniform or fixed importance sampling) and ``train_adfsdca``
+(adfSDCA+, exact adfSDCA and its mini-batches). See docs/adfsdca.md."""
 from .api import train_dfsdca, train_adfsdca
 
 __all__ = ["train_dfsdca", "train_adfsdca"]

@@ -1,84 +1,116 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Dual-free SDCA loops (spec seed3 sections 2.0-2.5): one coordinate step, four ways of
-choosing the coordinate and its relaxation eta (see _dfsdca.pxd); and mini-batch adfSDCA
-(section 2.8, Algorithm 4): b coordinates per iteration drawn by dualsolve._core.sampler's
-MbSampler, all steps computed at the same w and applied together.
+"""Dual-free SDCA loops: one coordinate step, four ways of choosing the coordinate and its
+relaxation eta (see _dfsdca.pxd), and mini-batch adfSDCA (He, Tappenden & Takac 2018,
+Algorithm 4): b coordinates per iteration drawn by dualsolve._core.sampler's MbSampler,
+all steps computed at the same w and applied together.
 
 Every step: kappa_i = alpha_i + phi'(x_i.w); dalpha = -eta kappa_i; alpha_i += dalpha;
 w += dalpha/(lam n) x_i, so w == X^T alpha/(lam n) is kept (up to rounding, removed by a
 recomputation of w from alpha before a convergence is certified).
 
-Checks (spec 5.2 item 2): P(w) from fresh margins, and the gap P(w) - D(alpha) when every
-alpha_i lies in the domain of the conjugate, else the certificate P(w) - D(alphatilde) with
-alphatilde = -phi'(Xw) (always feasible) and D evaluated at w(alphatilde). Both bound
-P(w) - P* from above.
+Checks: P(w) from fresh margins, and the gap P(w) - D(alpha) when every alpha_i lies in the
+domain of the conjugate, else the certificate P(w) - D(alphatilde) with alphatilde =
+-phi'(Xw) (always feasible) and D evaluated at w(alphatilde) = X^T alphatilde / (lam n).
+Both bound P(w) - P* from above (weak duality). The sums are compensated (_core/ksum.pxd).
 """
-from libc.math cimport sqrt, fabs, isfinite, NAN
+from libc.math cimport sqrt, fabs, isfinite, NAN, INFINITY
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._monitor import EpochMonitor
-
-from dualsolve._core.buffers cimport intp_out
-from dualsolve._core.hooks cimport report_or_stop
-from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
+from dualsolve._core.buffers cimport double_ptr, intp_out
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
+                                     STATUS_NO_MEMORY)
+from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
+                                  prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_SQUARED, LOSS_SMOOTH_HINGE,
                                      LOSS_SQUARED_HINGE, loss_value, loss_deriv, loss_conj,
                                      make_loss)
-from dualsolve._core.rng cimport rng_seed, rng_below, rng_uniform
+from dualsolve._core.rng cimport rng_seed, rng_below
 from dualsolve._core.sampler cimport (sumtree_init, sumtree_free, sumtree_build, sumtree_set,
                                       sumtree_get, sumtree_total, sumtree_draw, alias_init,
                                       alias_free, alias_build, alias_draw, MB_ALG3,
                                       mbsampler_init, mbsampler_free, mb_prepare, mb_draw)
+
+# what an epoch returns besides 0 (go on) and a status to stop with
+cdef enum:
+    _OPTIMUM = -1         # every residue is exactly 0
 
 
 cdef DfOptions df_default_options() noexcept nogil:
     cdef DfOptions o
     o.method = DF_UNIFORM
     o.tol = 1e-6
-    o.max_epochs = 100
+    o.max_epochs = 5000
     o.check_every = 1
     o.seed = 0
-    o.shrink = 10.0
+    o.prob_shrink = 10.0
     o.step_cap = 0.0
     o.batch_size = 1
-    o.mb_sampler = MB_ALG3
+    o.batch_sampling = MB_ALG3
     return o
 
 
+cdef double df_loss_smoothness(const Loss* L) noexcept nogil:
+    if L.kind == LOSS_SQUARED:
+        return 1.0
+    if L.kind == LOSS_LOGISTIC:
+        return 0.25
+    if L.kind == LOSS_SMOOTH_HINGE or L.kind == LOSS_SQUARED_HINGE:
+        return 1.0 / L.param
+    return -1.0        # hinge: not smooth
+
+
 cdef void df_problem_init(DfProblem* P, Py_ssize_t n, Py_ssize_t d, const double* y, Loss loss,
-                          double ltilde, double lam, double* w, double* alpha,
-                          const double* sqnorm, double* z, double* work_d) noexcept nogil:
+                          double lam, double* w, double* alpha,
+                          const double* sqnorm) noexcept nogil:
     P.n = n
     P.d = d
     P.y = y
     P.loss = loss
-    P.ltilde = ltilde
+    P.ltilde = df_loss_smoothness(&loss)
     P.lam = lam
     P.w = w
     P.alpha = alpha
     P.sqnorm = sqnorm
-    P.z = z
-    P.work_d = work_d
+    P.trace = NULL
+    P.trace_len = 0
+    P.trace_pos = 0
+    _clear_work(P)
+
+
+cdef void _clear_work(DfProblem* P) noexcept nogil:
+    P.v = NULL
+    P.z = NULL
+    P.work_d = NULL
     P.eta = NULL
     P.s = NULL
     P.kappa = NULL
     P.u = NULL
-    P.tree_buf = NULL
-    P.tree2_buf = NULL
     P.stamp = NULL
     P.marked = NULL
-    P.alias_prob = NULL
-    P.alias_idx = NULL
     P.batch = NULL
     P.dbatch = NULL
     P.eso = 1.0
-    P.mb.order = NULL
-    P.trace = NULL
-    P.trace_len = 0
-    P.trace_pos = 0
     P.theta = 0.0
+    P.tree.tree = NULL
+    P.tree.owned = False
+    P.tree2.tree = NULL
+    P.tree2.owned = False
+    P.alias.prob = NULL
+    P.alias.alias = NULL
+    P.alias.owned = False
+    P.mb.order = NULL
+    P.mb.q = NULL
+    P.mb.qx = NULL
+    P.mb.cum = NULL
+    P.mb.comp_I = NULL
+    P.mb.comp_J = NULL
+    P.mb.work = NULL
+    P.mb.pairs = NULL
 
 
 cdef inline void _record(DfProblem* P, Py_ssize_t i) noexcept nogil:
@@ -98,7 +130,7 @@ cdef inline double _residue(const floating* data, const index_t* indices,
 
 cdef inline double _step(const floating* data, const index_t* indices, const index_t* indptr,
                          DfProblem* P, Py_ssize_t i, double eta, double kappa) noexcept nogil:
-    """The dual-free step (spec 2.0); returns dalpha."""
+    """The dual-free step; returns dalpha."""
     cdef Py_ssize_t start = indptr[i]
     cdef double dalpha = -eta * kappa
     if dalpha != 0.0:
@@ -121,54 +153,66 @@ cdef void _resync_w(const floating* data, const index_t* indices, const index_t*
                         indptr[i + 1] - start, P.w)
 
 
+cdef double _sqnorm(const double* a, Py_ssize_t d) noexcept nogil:
+    cdef KahanSum s = ksum_new()
+    cdef Py_ssize_t j
+    for j in range(d):
+        ksum_add(&s, a[j] * a[j])
+    return ksum_value(&s)
+
+
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
-                 DfProblem* P, double* primal, double* dual, double* gap, double* max_kappa,
-                 double* dual_kind) noexcept nogil:
-    """P(w), the dual value of the certificate and the gap (module docstring)."""
-    cdef Py_ssize_t i, j, start
-    cdef double zi, g, h, loss_sum = 0.0, conj_sum = 0.0, wn = 0.0, wt = 0.0, mk = 0.0, at
+                 DfProblem* P, double* values) noexcept nogil:
+    """values = primal, dual of the certificate, gap, max |kappa|, dual kind (docstring)."""
+    cdef Py_ssize_t i, start
+    cdef double zi, g, h, at, mk = 0.0, wn
     cdef double scale = 1.0 / (P.lam * P.n)
+    cdef KahanSum ls = ksum_new(), cs = ksum_new()
     cdef bint feasible = True
     for i in range(P.n):
         start = indptr[i]
         zi = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
         P.z[i] = zi
-        loss_sum += loss_value(&P.loss, zi, P.y[i])
+        ksum_add(&ls, loss_value(&P.loss, zi, P.y[i]))
         g = loss_deriv(&P.loss, zi, P.y[i])
         if fabs(P.alpha[i] + g) > mk:
             mk = fabs(P.alpha[i] + g)
         if feasible:
             h = loss_conj(&P.loss, P.alpha[i], P.y[i])
             if isfinite(h):
-                conj_sum += h
+                ksum_add(&cs, h)
             else:
                 feasible = False
-    for j in range(P.d):
-        wn += P.w[j] * P.w[j]
-    primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
-    max_kappa[0] = mk
+    wn = _sqnorm(P.w, P.d)
+    values[0] = ksum_value(&ls) / P.n + 0.5 * P.lam * wn
+    values[3] = mk
     if feasible:
-        dual[0] = -conj_sum / P.n - 0.5 * P.lam * wn
-        dual_kind[0] = 1.0
+        values[1] = -ksum_value(&cs) / P.n - 0.5 * P.lam * wn
+        values[4] = 1.0
     else:
-        conj_sum = 0.0
+        cs = ksum_new()
         memset(P.work_d, 0, P.d * sizeof(double))
         for i in range(P.n):
             at = -loss_deriv(&P.loss, P.z[i], P.y[i])
-            conj_sum += loss_conj(&P.loss, at, P.y[i])
+            ksum_add(&cs, loss_conj(&P.loss, at, P.y[i]))
             if at != 0.0:
                 start = indptr[i]
                 sparse_axpy(at * scale, data + start, indices + start, indptr[i + 1] - start,
                             P.work_d)
-        for j in range(P.d):
-            wt += P.work_d[j] * P.work_d[j]
-        dual[0] = -conj_sum / P.n - 0.5 * P.lam * wt
-        dual_kind[0] = 0.0
-    gap[0] = primal[0] - dual[0]
+        values[1] = -ksum_value(&cs) / P.n - 0.5 * P.lam * _sqnorm(P.work_d, P.d)
+        values[4] = 0.0
+    values[2] = values[0] - values[1]
 
 
 # ---------------------------------------------------------------------------------------
-# epochs: n coordinate steps each; return 1 when every residue is exactly zero (optimum)
+# epochs: n coordinate steps each; 0 to go on, _OPTIMUM when every residue is exactly zero,
+# or a status to stop with (STATUS_DIVERGED: non-finite residues; what a poll returned)
+
+
+cdef inline int _poll(epoch_hook hook, void* ctx, double* work) noexcept nogil:
+    """Between the steps of a long epoch: let the hook check for Ctrl-C."""
+    work[0] = 0.0
+    return 0 if hook == NULL else hook(ctx, -1, NULL)
 
 
 cdef int _epoch_fixed(const floating* data, const index_t* indices, const index_t* indptr,
@@ -198,8 +242,8 @@ cdef int _epoch_fixed(const floating* data, const index_t* indices, const index_
 
 cdef int _epoch_plus(const floating* data, const index_t* indices, const index_t* indptr,
                      DfProblem* P, double shrink, bint capped) noexcept nogil:
-    """adfSDCA+ (Algorithm 2, spec 2.5): p from the epoch-start residues, theta (18) fixed
-    for the epoch, fresh kappa_i for the picked row, eta capped, p_i /= shrink after."""
+    """adfSDCA+ (Algorithm 2): p from the epoch-start residues, theta (18) fixed for the
+    epoch, fresh kappa_i for the picked row, eta capped, p_i /= shrink after."""
     cdef Py_ssize_t t, i, j, n = P.n
     cdef double K2 = 0.0, U, theta, p_i, eta, kappa, ui
     for j in range(n):
@@ -208,8 +252,10 @@ cdef int _epoch_plus(const floating* data, const index_t* indices, const index_t
         K2 += kappa * kappa
     sumtree_build(&P.tree, P.u)
     U = sumtree_total(&P.tree)
-    if not U > 0.0:
-        return 1
+    if not (isfinite(U) and isfinite(K2)):
+        return STATUS_DIVERGED
+    if U == 0.0:
+        return _OPTIMUM
     theta = n * P.lam * P.lam * K2 / (U * U)
     P.theta = theta
     for t in range(n):
@@ -238,12 +284,13 @@ cdef inline void _refresh(DfProblem* P, Py_ssize_t r) noexcept nogil:
 cdef int _epoch_exact(const floating* data, const index_t* indices, const index_t* indptr,
                       const floating* csc_data, const index_t* csc_indices,
                       const index_t* csc_indptr, DfProblem* P, Py_ssize_t epoch,
-                      double cap) noexcept nogil:
+                      double cap, epoch_hook hook, void* ctx) noexcept nogil:
     """Exact adfSDCA (Algorithm 1) with margins, residues and both trees kept current
-    through the CSC copy (spec 2.4); everything is recomputed from w at the epoch start."""
+    through the CSC copy; everything is recomputed from w at the epoch start."""
     cdef Py_ssize_t t, i, j, k, m, f, r, start, nm, n = P.n
     cdef Py_ssize_t stamp_id
-    cdef double U, K2, theta, eta, dalpha, c, cx, zj
+    cdef double U, K2, theta, eta, dalpha, c, cx, zj, work = 0.0
+    cdef int stop
     for j in range(n):
         start = indptr[j]
         zj = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
@@ -257,11 +304,11 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
     sumtree_build(&P.tree2, P.u)
     for t in range(n):
         U = sumtree_total(&P.tree)
-        if not U > 0.0:
-            return 1
+        K2 = sumtree_total(&P.tree2)
+        if not (0.0 < U < INFINITY and K2 < INFINITY):
+            return _OPTIMUM if U == 0.0 else STATUS_DIVERGED
         i = sumtree_draw(&P.tree, &P.rng)
         _record(P, i)
-        K2 = sumtree_total(&P.tree2)
         theta = n * P.lam * P.lam * K2 / (U * U)
         P.theta = theta
         eta = theta * U / sumtree_get(&P.tree, i)          # theta / p_i
@@ -277,6 +324,7 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
             f = indices[k]
             cx = c * data[k]
             P.w[f] += cx
+            work += csc_indptr[f + 1] - csc_indptr[f]
             for m in range(csc_indptr[f], csc_indptr[f + 1]):
                 r = csc_indices[m]
                 P.z[r] += cx * csc_data[m]
@@ -290,6 +338,11 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
             nm += 1
         for m in range(nm):
             _refresh(P, P.marked[m])
+        work += 8 * nm
+        if work > DF_POLL_WORK:
+            stop = _poll(hook, ctx, &work)
+            if stop != 0:
+                return stop
     return 0
 
 
@@ -301,25 +354,26 @@ cdef inline double _mb_weights(DfProblem* P, double eso) noexcept nogil:
     for j in range(P.n):
         k = P.kappa[j]
         K2 += k * k
-        P.u[j] = sqrt(eso * P.sqnorm[j] * gamma + nl2) * fabs(k)
+        P.u[j] = sqrt(eso * P.v[j] * gamma + nl2) * fabs(k)
     return K2
 
 
 cdef int _epoch_minibatch(const floating* data, const index_t* indices, const index_t* indptr,
                           const floating* csc_data, const index_t* csc_indices,
                           const index_t* csc_indptr, DfProblem* P, Py_ssize_t b,
-                          int sampler, double cap) noexcept nogil:
-    """Mini-batch adfSDCA (Algorithm 4, spec 2.8), ceil(n/b) iterations. Per iteration, all
-    at the same w: kappa_j = alpha_j + phi'(z_j) for every j (margins z kept current through
-    the CSC copy); u_j = sqrt(v'_j gamma + n lam^2) |kappa_j|, v'_j = min(b_eff, omega) v_j;
-    q = water-filled b_eff u / sum(u) (sum q = b_eff, q <= 1); S with |S| = b_eff and
-    P(i in S) = q_i (Algorithm 3 or systematic); theta = Theta_b of (75) with p = q/b_eff,
-    which simplifies to n lam^2 sum kappa^2 / sum_i u_i^2 / q_i; dalpha_i = -(theta/q_i)
-    kappa_i for i in S (capped if cap > 0), then alpha, w and z are updated serially in the
-    order of S. z = Xw is recomputed at the epoch start (no drift)."""
+                          int sampler, double cap, epoch_hook hook, void* ctx) noexcept nogil:
+    """Mini-batch adfSDCA (Algorithm 4), ceil(n/b) iterations. Per iteration, all at the
+    same w: kappa_j = alpha_j + phi'(z_j) for every j (margins z kept current through the CSC
+    copy); u_j = sqrt(v'_j gamma + n lam^2) |kappa_j|, v'_j = min(b_eff, omega) v_j; q =
+    water-filled b_eff u / sum(u) (sum q = b_eff, q <= 1); S with |S| = b_eff and
+    P(i in S) = q_i (Algorithm 3 or systematic); theta = Theta_b of the paper's (75) with
+    p = q/b_eff, which simplifies to n lam^2 sum kappa^2 / sum_i u_i^2 / q_i;
+    dalpha_i = -(theta/q_i) kappa_i for i in S (capped if cap > 0), then alpha, w and z are
+    updated serially in the order of S. z = Xw is recomputed at the epoch start (no drift)."""
     cdef Py_ssize_t t, it, j, k, l, i, m, f, r, start, nb, be, n = P.n
     cdef Py_ssize_t iters = (n + b - 1) // b
-    cdef double K2, denom, theta, eta, ecap, c, cx, zj, eso
+    cdef double K2, denom, theta, eta, ecap, c, cx, zj, eso, work = 0.0
+    cdef int stop
     for j in range(n):
         start = indptr[j]
         zj = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
@@ -329,11 +383,13 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
             P.kappa[j] = P.alpha[j] + loss_deriv(&P.loss, P.z[j], P.y[j])
         eso = P.eso
         K2 = _mb_weights(P, eso)
+        if not isfinite(K2):
+            return STATUS_DIVERGED
         be = mb_prepare(&P.mb, P.u, b, sampler)
         if be == 0:
-            return 1                                   # every residue is 0: the optimum
+            return _OPTIMUM                            # every residue is 0: the optimum
         if be < b and be < eso:
-            # fewer than b nonzero residues (pitfall 8): the ESO factor of |S| = b_eff
+            # fewer than b nonzero residues: the ESO factor of |S| = b_eff
             eso = <double>be
             _mb_weights(P, eso)
             be = mb_prepare(&P.mb, P.u, b, sampler)
@@ -349,12 +405,13 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
             _record(P, i)
             eta = theta / P.mb.qx[i]
             if cap > 0.0:
-                ecap = cap * n * P.lam / (n * P.lam + P.ltilde * eso * P.sqnorm[i])
+                ecap = cap * n * P.lam / (n * P.lam + P.ltilde * eso * P.v[i])
                 if eta > ecap:
                     eta = ecap
             P.dbatch[k] = -eta * P.kappa[i]
         for k in range(nb, b):
             _record(P, -1)
+        work += 4 * n
         for k in range(nb):                            # the aggregated update, in order of S
             i = P.batch[k]
             if P.dbatch[k] == 0.0:
@@ -366,259 +423,331 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
                 f = indices[l]
                 cx = c * data[l]
                 P.w[f] += cx
+                work += csc_indptr[f + 1] - csc_indptr[f]
                 for m in range(csc_indptr[f], csc_indptr[f + 1]):
                     P.z[csc_indices[m]] += cx * csc_data[m]
+        if work > DF_POLL_WORK:
+            stop = _poll(hook, ctx, &work)
+            if stop != 0:
+                return stop
     return 0
 
 
-cdef double _loss_smoothness(const Loss* L) noexcept nogil:
-    if L.kind == LOSS_SQUARED:
-        return 1.0
-    if L.kind == LOSS_LOGISTIC:
-        return 0.25
-    if L.kind == LOSS_SMOOTH_HINGE or L.kind == LOSS_SQUARED_HINGE:
-        return 1.0 / L.param
-    return -1.0        # hinge: not smooth
+# ---------------------------------------------------------------------------------------
+# set-up: work memory, the method's constants, the CSC copy of X (DF_EXACT)
 
 
-cdef int _prepare(DfProblem* P, const DfOptions* opt) noexcept nogil:
-    """Constants of the method (spec 2.1-2.5); 0, or -1 for a missing buffer / no memory."""
+cdef double* _doubles(Py_ssize_t k, bint* failed) noexcept nogil:
+    cdef double* p = <double*>malloc((k if k > 0 else 1) * sizeof(double))
+    if p == NULL:
+        failed[0] = True
+    return p
+
+
+cdef Py_ssize_t* _indices(Py_ssize_t k, bint* failed) noexcept nogil:
+    cdef Py_ssize_t* p = <Py_ssize_t*>malloc((k if k > 0 else 1) * sizeof(Py_ssize_t))
+    if p == NULL:
+        failed[0] = True
+    return p
+
+
+cdef int _allocate(DfProblem* P, const DfOptions* opt, double** v_owned) noexcept nogil:
+    """The work memory of the method (pointers NULL before); 0, or -1 when out of memory
+    (what was allocated stays in P for _release)."""
+    cdef Py_ssize_t n = P.n
+    cdef bint failed = False, adaptive = opt.method == DF_PLUS or opt.method == DF_EXACT
+    cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
+    if P.sqnorm == NULL:
+        v_owned[0] = _doubles(n, &failed)
+    P.z = _doubles(n, &failed)
+    P.work_d = _doubles(P.d, &failed)
+    if opt.method != DF_UNIFORM:
+        P.eta = _doubles(n, &failed)
+    if opt.method == DF_IMPORTANCE and alias_init(&P.alias, n, NULL, NULL) != 0:
+        failed = True
+    if adaptive:
+        P.s = _doubles(n, &failed)
+        P.kappa = _doubles(n, &failed)
+        P.u = _doubles(n, &failed)
+    if minibatch:
+        P.batch = _indices(opt.batch_size, &failed)
+        P.dbatch = _doubles(opt.batch_size, &failed)
+        if mbsampler_init(&P.mb, n) != 0:
+            failed = True
+    elif adaptive:
+        if sumtree_init(&P.tree, n, NULL) != 0:
+            failed = True
+        if opt.method == DF_EXACT:
+            if sumtree_init(&P.tree2, n, NULL) != 0:
+                failed = True
+            P.stamp = _indices(n, &failed)
+            P.marked = _indices(n, &failed)
+    return -1 if failed else 0
+
+
+cdef void _release(DfProblem* P) noexcept nogil:
+    free(P.z)
+    free(P.work_d)
+    free(P.eta)
+    free(P.s)
+    free(P.kappa)
+    free(P.u)
+    free(P.stamp)
+    free(P.marked)
+    free(P.batch)
+    free(P.dbatch)
+    sumtree_free(&P.tree)
+    sumtree_free(&P.tree2)
+    alias_free(&P.alias)
+    mbsampler_free(&P.mb)
+    _clear_work(P)
+
+
+cdef int _constants(DfProblem* P, const DfOptions* opt) noexcept nogil:
+    """Steps and sampling weights of the method; 0, or -1 (the alias table's scratch)."""
     cdef Py_ssize_t i, n = P.n
-    cdef double nl = n * P.lam, vmax = 0.0, S = 0.0, gamma = P.lam * P.ltilde
-    P.tree.tree = NULL
-    P.tree2.tree = NULL
-    P.alias.prob = NULL
-    P.alias.owned = False
+    cdef double nl = n * P.lam, vmax = 0.0, gamma = P.lam * P.ltilde
+    cdef KahanSum S = ksum_new()
     if opt.method == DF_UNIFORM:
         for i in range(n):
-            if P.sqnorm[i] > vmax:
-                vmax = P.sqnorm[i]
+            if P.v[i] > vmax:
+                vmax = P.v[i]
         P.theta = P.lam / (nl + P.ltilde * vmax)
         return 0
-    if P.eta == NULL:
-        return -1
     if opt.method == DF_IMPORTANCE:
-        if P.alias_prob == NULL or P.alias_idx == NULL:
-            return -1
         for i in range(n):
-            P.eta[i] = nl + P.ltilde * P.sqnorm[i]        # c_i, the unnormalised p_i
-            S += P.eta[i]
-        alias_init(&P.alias, n, P.alias_prob, P.alias_idx)
+            P.eta[i] = nl + P.ltilde * P.v[i]             # c_i, the unnormalised p_i
+            ksum_add(&S, P.eta[i])
         if alias_build(&P.alias, P.eta) != 0:
             return -1
-        P.theta = nl / S
+        P.theta = nl / ksum_value(&S)
         for i in range(n):
-            P.eta[i] = P.theta / (P.eta[i] / S)           # theta_IS / p_i
+            P.eta[i] = P.theta / (P.eta[i] / ksum_value(&S))    # theta_IS / p_i
         return 0
     if opt.method == DF_EXACT and opt.batch_size > 1:
-        if P.kappa == NULL or P.u == NULL or P.batch == NULL or P.dbatch == NULL:
-            return -1
-        if mbsampler_init(&P.mb, n) != 0:
-            P.mb.order = NULL
-            return -1
         return 0
-    if P.s == NULL or P.kappa == NULL or P.u == NULL or P.tree_buf == NULL:
-        return -1
     for i in range(n):
-        P.s[i] = sqrt(P.sqnorm[i] * gamma + n * P.lam * P.lam)
-        P.eta[i] = opt.step_cap * nl / (nl + P.ltilde * P.sqnorm[i])
-    sumtree_init(&P.tree, n, P.tree_buf)
-    if opt.method == DF_EXACT:
-        if P.tree2_buf == NULL or P.stamp == NULL or P.marked == NULL:
-            return -1
-        sumtree_init(&P.tree2, n, P.tree2_buf)
+        P.s[i] = sqrt(P.v[i] * gamma + n * P.lam * P.lam)
+        P.eta[i] = opt.step_cap * nl / (nl + P.ltilde * P.v[i])
     return 0
+
+
+cdef void _fill_csc(const floating* data, const index_t* indices, const index_t* indptr,
+                    Py_ssize_t n, Py_ssize_t d, floating* cdata, index_t* cind,
+                    index_t* cptr) noexcept nogil:
+    """X by columns (rows increasing within each column), by counting."""
+    cdef Py_ssize_t i, k, f, pos
+    memset(cptr, 0, (d + 1) * sizeof(index_t))
+    for k in range(indptr[n]):
+        cptr[indices[k] + 1] += 1
+    for f in range(d):
+        cptr[f + 1] += cptr[f]
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            f = indices[k]
+            pos = cptr[f]
+            cind[pos] = <index_t>i
+            cdata[pos] = data[k]
+            cptr[f] = pos + 1
+    for f in range(d, 0, -1):
+        cptr[f] = cptr[f - 1]
+    cptr[0] = 0
+
+
+cdef inline int _report(epoch_hook hook, void* ctx, Py_ssize_t epoch, const double* values,
+                        bint checked) noexcept nogil:
+    cdef double nan_values[DF_HOOK_VALUES]
+    cdef int k
+    if hook == NULL:
+        return 0
+    if checked:
+        return hook(ctx, epoch, values)
+    for k in range(DF_HOOK_VALUES):
+        nan_values[k] = NAN
+    return hook(ctx, epoch, nan_values)
+
+
+# ---------------------------------------------------------------------------------------
+# the solve
 
 
 cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t* indptr,
-                    const floating* csc_data, const index_t* csc_indices,
-                    const index_t* csc_indptr, DfProblem* P, const DfOptions* opt,
-                    DfResult* res, df_hook hook, void* ctx) noexcept nogil:
+                    DfProblem* P, const DfOptions* opt, DfResult* res,
+                    epoch_hook hook, void* ctx) noexcept nogil:
+    """Solve to certificate <= tol * P(0) (tol > 0) or max_epochs; returns res.status."""
+    cdef Py_ssize_t i, n = P.n, d = P.d, nnz
+    cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
+    cdef double* v_owned = NULL
+    cdef floating* csc_data = NULL
+    cdef index_t* csc_indices = NULL
+    cdef index_t* csc_indptr = NULL
+    res.status = -1
+    res.n_epochs = 0
+    res.primal = NAN
+    res.dual = NAN
+    res.gap = NAN
+    res.p0 = NAN
+    res.theta = NAN
+    if (not P.ltilde > 0.0 or n < 1 or opt.batch_size < 1 or opt.batch_size > n
+            or opt.method < DF_UNIFORM or opt.method > DF_EXACT):
+        return -1
+    _clear_work(P)
+    res.status = STATUS_NO_MEMORY
+    if _allocate(P, opt, &v_owned) == 0:
+        if opt.method == DF_EXACT:
+            nnz = indptr[n]
+            csc_data = <floating*>malloc((nnz if nnz > 0 else 1) * sizeof(floating))
+            csc_indices = <index_t*>malloc((nnz if nnz > 0 else 1) * sizeof(index_t))
+            csc_indptr = <index_t*>malloc((d + 1) * sizeof(index_t))
+        if opt.method != DF_EXACT or (csc_data != NULL and csc_indices != NULL
+                                      and csc_indptr != NULL):
+            if csc_indptr != NULL:
+                _fill_csc(data, indices, indptr, n, d, csc_data, csc_indices, csc_indptr)
+            if v_owned != NULL:
+                for i in range(n):
+                    v_owned[i] = sparse_sqnorm(data + indptr[i], indptr[i + 1] - indptr[i])
+                P.v = v_owned
+            else:
+                P.v = P.sqnorm
+            if _constants(P, opt) == 0:
+                _solve(data, indices, indptr, csc_data, csc_indices, csc_indptr, P, opt, res,
+                       hook, ctx)
+    free(csc_data)
+    free(csc_indices)
+    free(csc_indptr)
+    free(v_owned)
+    _release(P)
+    return res.status
+
+
+cdef void _solve(const floating* data, const index_t* indices, const index_t* indptr,
+                 const floating* csc_data, const index_t* csc_indices,
+                 const index_t* csc_indptr, DfProblem* P, const DfOptions* opt,
+                 DfResult* res, epoch_hook hook, void* ctx) noexcept nogil:
+    """The epochs, the checks and the reports, with the work memory in place."""
     cdef Py_ssize_t i, epoch = 0, omega = 0
     cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
-    cdef double primal = NAN, dual = NAN, gap = NAN, mk = NAN, kind = NAN, p0 = 0.0, target
-    cdef bint checked, exact_zero = False, cold = True
-    if opt.method == DF_EXACT and (csc_data == NULL or csc_indices == NULL or csc_indptr == NULL):
-        return -1
+    cdef double values[DF_HOOK_VALUES]
+    cdef double p0, target
+    cdef bint checked, diverged, optimum, cold = True
+    cdef int r, stop
+    cdef KahanSum s0 = ksum_new()
     if minibatch:
         for i in range(P.d):
             if csc_indptr[i + 1] - csc_indptr[i] > omega:
                 omega = csc_indptr[i + 1] - csc_indptr[i]
         P.eso = <double>(opt.batch_size if opt.batch_size < omega else omega)
-    if _prepare(P, opt) != 0:
-        return -1
     for i in range(P.n):
-        p0 += loss_value(&P.loss, 0.0, P.y[i])
+        ksum_add(&s0, loss_value(&P.loss, 0.0, P.y[i]))
         if P.alpha[i] != 0.0:
             cold = False
-    p0 /= P.n
-    target = opt.tol * p0
+    p0 = ksum_value(&s0) / P.n
+    # tol = 0 runs the whole budget: a certificate that rounds to <= 0 certifies nothing
+    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
     rng_seed(&P.rng, opt.seed)
     res.p0 = p0
-    res.status = DF_MAX_EPOCHS
-    if not cold:
-        _resync_w(data, indices, indptr, P)
-    else:
+    res.status = STATUS_MAX_EPOCHS
+    if cold:
         memset(P.w, 0, P.d * sizeof(double))
-    _check(data, indices, indptr, P, &primal, &dual, &gap, &mk, &kind)
-    if gap <= target:
-        res.status = DF_CONVERGED
-    if hook != NULL and hook(ctx, 0, primal, dual, gap, mk, kind) != 0:
-        if res.status != DF_CONVERGED:
-            res.status = DF_STOPPED
-    while res.status == DF_MAX_EPOCHS and epoch < opt.max_epochs:
+    else:
+        _resync_w(data, indices, indptr, P)
+    _check(data, indices, indptr, P, values)
+    if not (isfinite(values[0]) and isfinite(values[2])):
+        res.status = STATUS_DIVERGED
+    elif values[2] <= target:
+        res.status = STATUS_CONVERGED
+    stop = _report(hook, ctx, 0, values, True)
+    if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+        res.status = stop
+    while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         if opt.method == DF_UNIFORM or opt.method == DF_IMPORTANCE:
-            _epoch_fixed(data, indices, indptr, P, opt.method)
+            r = _epoch_fixed(data, indices, indptr, P, opt.method)
         elif opt.method == DF_PLUS:
-            exact_zero = _epoch_plus(data, indices, indptr, P, opt.shrink, opt.step_cap > 0.0) != 0
+            r = _epoch_plus(data, indices, indptr, P, opt.prob_shrink, opt.step_cap > 0.0)
         elif minibatch:
-            exact_zero = _epoch_minibatch(data, indices, indptr, csc_data, csc_indices,
-                                          csc_indptr, P, opt.batch_size, opt.mb_sampler,
-                                          opt.step_cap) != 0
+            r = _epoch_minibatch(data, indices, indptr, csc_data, csc_indices, csc_indptr, P,
+                                 opt.batch_size, opt.batch_sampling, opt.step_cap, hook, ctx)
         else:
-            exact_zero = _epoch_exact(data, indices, indptr, csc_data, csc_indices, csc_indptr,
-                                      P, epoch - 1, opt.step_cap) != 0
-        checked = exact_zero or epoch % opt.check_every == 0 or epoch == opt.max_epochs
+            r = _epoch_exact(data, indices, indptr, csc_data, csc_indices, csc_indptr, P,
+                             epoch - 1, opt.step_cap, hook, ctx)
+        if r > 0 and r != STATUS_DIVERGED:
+            # stopped inside the epoch (Ctrl-C): the completed epochs are counted
+            res.status = r
+            epoch -= 1
+            break
+        diverged = r == STATUS_DIVERGED
+        optimum = r == _OPTIMUM
+        checked = (diverged or optimum or epoch % opt.check_every == 0
+                   or epoch == opt.max_epochs)
         if checked:
-            _check(data, indices, indptr, P, &primal, &dual, &gap, &mk, &kind)
-            if gap <= target or exact_zero:
+            _check(data, indices, indptr, P, values)
+            if diverged or not (isfinite(values[0]) and isfinite(values[2])):
+                res.status = STATUS_DIVERGED
+            elif values[2] <= target or optimum:
                 # certify with w recomputed from alpha (no incremental rounding drift)
                 _resync_w(data, indices, indptr, P)
-                _check(data, indices, indptr, P, &primal, &dual, &gap, &mk, &kind)
-                if gap <= target:
-                    res.status = DF_CONVERGED
-        if hook != NULL and hook(ctx, epoch, primal if checked else NAN, dual if checked else NAN,
-                                 gap if checked else NAN, mk if checked else NAN,
-                                 kind if checked else NAN) != 0:
-            if res.status != DF_CONVERGED:
-                res.status = DF_STOPPED
-        if exact_zero and res.status == DF_MAX_EPOCHS:
-            break           # every residue is 0 yet the certificate is above tol (tol = 0)
-    if minibatch and P.mb.order != NULL:
-        mbsampler_free(&P.mb)
+                _check(data, indices, indptr, P, values)
+                if values[2] <= target:
+                    res.status = STATUS_CONVERGED
+        stop = _report(hook, ctx, epoch, values, checked)
+        if stop != 0 and res.status == STATUS_MAX_EPOCHS:
+            res.status = stop
     res.n_epochs = epoch
-    res.primal = primal
-    res.dual = dual
-    res.gap = gap
+    res.primal = values[0]
+    res.dual = values[1]
+    res.gap = values[2]
     res.theta = P.theta
-    return res.status
 
 
 # ---------------------------------------------------------------------------------------
-# Python driver
-
-
-cdef int _python_hook(void* ctx, Py_ssize_t epoch, double primal, double dual, double gap,
-                      double max_kappa, double dual_kind) noexcept nogil:
-    with gil:
-        return report_or_stop(<object>ctx, (epoch, primal, dual, gap, max_kappa, dual_kind))
+# the engine's Python entry (train_dfsdca, train_adfsdca): history, verbose lines, callback,
+# divergence watch and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
 
 
 def loss_smoothness(str loss, double param=0.0):
     """Ltilde of a loss of the table (-1 for the hinge, which is not smooth)."""
     cdef Loss L = make_loss(loss, param)
-    return _loss_smoothness(&L)
+    return df_loss_smoothness(&L)
 
 
-def _fit(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-         Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
-         double[::1] w, double[::1] alpha, const double[::1] sqnorm, int method, double tol,
-         Py_ssize_t max_epochs, Py_ssize_t check_every, unsigned long long seed, double shrink,
-         double step_cap, int verbose, callback, csc=None, trace=None,
-         Py_ssize_t batch_size=1, int mb_sampler=0):
-    """Run dfsdca_run on validated arrays; w and alpha are overwritten in place (alpha is the
-    start). csc: (data, indices, indptr) of X by columns, same dtypes (DF_EXACT).
-    trace: an intp array receiving the sampled coordinates in order.
-    batch_size > 1 with DF_EXACT: mini-batch adfSDCA (mb_sampler: 0 Algorithm 3, 1 systematic).
-    Returns (status, n_epochs, primal, dual, gap, p0, theta, history_rows)."""
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
+          double[::1] w, double[::1] alpha, sqnorm, int method, double tol,
+          Py_ssize_t max_epochs, Py_ssize_t check_every, unsigned long long seed,
+          double prob_shrink, double step_cap, Py_ssize_t batch_size, int batch_sampling,
+          mon, trace=None):
+    """Run dfsdca_run on validated arrays (w and alpha are written in place; alpha is the
+    start), reporting every epoch to ``mon`` (which must expect DF_HOOK_VALUES values).
+    sqnorm: the squared row norms (float64), or None to compute them. trace: an intp array
+    receiving the sampled coordinates in order (tests).
+    Returns (status, n_epochs, primal, dual, gap, p0, theta)."""
     cdef Py_ssize_t n = alpha.shape[0], d = n_features
-    if indptr.shape[0] != n + 1 or y.shape[0] != n or w.shape[0] != d or sqnorm.shape[0] != n:
+    if indptr.shape[0] != n + 1 or y.shape[0] != n or w.shape[0] != d:
         raise ValueError("inconsistent shapes")
+    if mon.n_values != DF_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; dfsdca_run reports "
+                         f"{DF_HOOK_VALUES}")
     cdef Loss L = make_loss(loss, param)
-    cdef double lt = _loss_smoothness(&L)
-    if not lt > 0.0:
+    if not df_loss_smoothness(&L) > 0.0:
         raise ValueError(f"loss {loss!r} is not smooth; dual-free SDCA needs a smooth loss")
+    if not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
+    cdef double[::1] wv = w if d > 0 else np.zeros(1)
     cdef DfProblem P
     cdef DfOptions opt = df_default_options()
     cdef DfResult res
-    z = np.zeros(n)
-    work_d = np.zeros(max(d, 1))
-    cdef double[::1] zv = z, wdv = work_d
-    cdef double[::1] wv = w if d > 0 else np.zeros(1)
-    df_problem_init(&P, n, d, &y[0], L, lt, lam, &wv[0], &alpha[0], &sqnorm[0], &zv[0], &wdv[0])
-    cdef double[::1] b_eta, b_s, b_k, b_u, b_t1, b_t2, b_ap, b_db
-    cdef Py_ssize_t[::1] b_st, b_mk, b_ai, b_bt
-    cdef bint minibatch = method == DF_EXACT and batch_size > 1
-    if not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must lie in [1, n = {n}]; got {batch_size}")
-    cdef const floating[::1] cdata
-    cdef const index_t[::1] cind
-    cdef const index_t[::1] cptr
-    cdef const floating* cdp = NULL
-    cdef const index_t* cip = NULL
-    cdef const index_t* cpp = NULL
-    cdef Py_ssize_t tsize = 2
-    if method != DF_UNIFORM:
-        b_eta = np.zeros(n)
-        P.eta = &b_eta[0]
-    if method == DF_IMPORTANCE:
-        b_ap = np.zeros(n)
-        b_ai = np.zeros(n, dtype=np.intp)
-        P.alias_prob = &b_ap[0]
-        P.alias_idx = &b_ai[0]
-    if method == DF_PLUS or method == DF_EXACT:
-        while tsize < 2 * n:
-            tsize *= 2
-        b_s = np.zeros(n)
-        b_k = np.zeros(n)
-        b_u = np.zeros(n)
-        b_t1 = np.zeros(tsize)
-        P.s = &b_s[0]
-        P.kappa = &b_k[0]
-        P.u = &b_u[0]
-        P.tree_buf = &b_t1[0]
-    if method == DF_EXACT:
-        if csc is None:
-            raise ValueError("the exact method needs the CSC copy of X")
-        if minibatch:
-            b_bt = np.zeros(batch_size, dtype=np.intp)
-            b_db = np.zeros(batch_size)
-            P.batch = &b_bt[0]
-            P.dbatch = &b_db[0]
-        else:
-            b_t2 = np.zeros(tsize)
-            b_st = np.zeros(n, dtype=np.intp)
-            b_mk = np.zeros(n, dtype=np.intp)
-            P.tree2_buf = &b_t2[0]
-            P.stamp = &b_st[0]
-            P.marked = &b_mk[0]
-        cdata, cind, cptr = csc
-        if cptr.shape[0] != d + 1:
-            raise ValueError("inconsistent CSC shapes")
-        # (zero-length arrays still have a valid base pointer; nothing is read from it)
-        cdp = &cdata[0]
-        cip = &cind[0]
-        cpp = &cptr[0]
+    df_problem_init(&P, n, d, &y[0], L, lam, &wv[0], &alpha[0], double_ptr(sqnorm, n, "sqnorm"))
     P.trace = intp_out(trace, &P.trace_len)
     opt.method = method
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.check_every = check_every
     opt.seed = seed
-    opt.shrink = shrink
+    opt.prob_shrink = prob_shrink
     opt.step_cap = step_cap
     opt.batch_size = batch_size
-    opt.mb_sampler = mb_sampler
-    mon = EpochMonitor(callback, verbose, ("primal", "dual", "gap", "max_kappa", "dual_kind"),
-                       coef=np.asarray(wv)[:d])
-    cdef int status
+    opt.batch_sampling = batch_sampling
     with nogil:
-        status = dfsdca_run(&data[0], &indices[0], &indptr[0], cdp, cip, cpp, &P, &opt, &res,
-                            _python_hook, <void*>mon)
-    if mon.error is not None:
-        raise mon.error
-    if status < 0:
-        raise MemoryError("dual-free SDCA: a work buffer could not be set up")
-    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0, res.theta,
-            mon.rows)
+        dfsdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0, res.theta)

@@ -1,5 +1,6 @@
-"""The fixtures of spec seed3 section 6 (F1-F3), built with NumPy; shared by the dual-free
-SDCA test files (loaded by path through the ``adf_fixtures`` fixture of conftest.py)."""
+"""The dual-free SDCA test problems F1-F3 (docs/adfsdca.md, "Tests"), built with NumPy;
+shared by the dual-free SDCA test files (loaded by path through the ``adf_fixtures`` fixture
+of conftest.py)."""
 import numpy as np
 import scipy.sparse as sp
 
