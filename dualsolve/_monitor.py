@@ -35,9 +35,6 @@ class EpochMonitor:
 
     def __init__(self, columns, callback=None, verbose=0, coef=None, scale=None,
                  unevaluated_nan=False, watch_growth=False):
-        if not isinstance(columns, (tuple, list)):     # TRANSITION: (callback, verbose, columns)
-            columns, callback, verbose = verbose, columns, callback
-            unevaluated_nan = True
         self.columns = tuple(columns)
         assert self.columns[:3] == ("primal", "dual", "gap"), self.columns
         self.n_values = len(self.columns)

@@ -80,10 +80,7 @@ class Model:
     """
 
     def __init__(self, coef, intercept=0.0, dual=None, history=None, stop_reason="max_epochs",
-                 n_epochs=0, solver="", params=None, classes=None, extra=None,
-                 converged=None):
-        if converged is not None:                       # TRANSITION: families not ported yet
-            stop_reason = "converged" if converged else "max_epochs"
+                 n_epochs=0, solver="", params=None, classes=None, extra=None):
         if stop_reason not in STOP_REASONS:
             raise ValueError(f"stop_reason must be one of {list(STOP_REASONS)}; got "
                              f"{stop_reason!r}")

@@ -37,11 +37,3 @@ cdef inline int python_hook(void* ctx, Py_ssize_t epoch, const double* values) n
     with gil:
         return report_values(<object>ctx, epoch, values)
 
-
-cdef inline int report_or_stop(object mon, tuple values) noexcept:
-    """TRANSITION (families not ported to python_hook yet): mon.report(*values), 1 to stop."""
-    try:
-        return 1 if mon.report(*values) else 0
-    except BaseException as exc:        # noqa: B902 (KeyboardInterrupt included)
-        mon.error = exc
-        return 1

@@ -260,7 +260,7 @@ cdef inline double prox_pow(double z, int64_t s, double tau, double u, double la
     """F^s(z), the exact s-fold composition of F(z) = S(z - tau u, tau lam1)/(1 + tau lam2)
     (tau > 0, lam1 >= 0, lam2 >= 0; s <= 0 returns z). O(1): direct steps when
     s <= LAZY_DIRECT_STEPS, else the closed form over at most three affine pieces
-    (spec seed1 section 3.2). lam1 = 0: a^s z - coef_s u; lam1 = lam2 = 0: z - s tau u."""
+    (the same closed form as in docs/primal_dual.md, "lazy updates"). lam1 = 0: a^s z - coef_s u; lam1 = lam2 = 0: z - s tau u."""
     return _prox_pow_impl(z, s, tau, u, lam1, lam2, _log1p_tl2(tau, lam2), NULL, 0)
 
 

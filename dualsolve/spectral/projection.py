@@ -1,4 +1,5 @@
-"""Euclidean projection onto a permutahedron (spec seed4 section 2.1), the dual step of SOREL."""
+"""Euclidean projection onto a permutahedron, the dual step of SOREL (sort, then pool adjacent
+violators, as in the SOREL paper)."""
 import numpy as np
 
 from dualsolve._core.isotonic import project_sorted_sigma as _project_sorted_sigma

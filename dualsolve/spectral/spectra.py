@@ -1,4 +1,5 @@
-"""Spectra of spectral risk measures (spec seed4 section 1.2) and the spectral risk itself.
+"""Spectra of spectral risk measures and the spectral risk itself (Y. Ge, R. Jiang, "SOREL: A
+Stochastic Algorithm for Spectral Risks Minimization", 2024, Table 1).
 
 Order convention, used everywhere in ``dualsolve.spectral``: a spectrum sigma is the weight
 vector for the losses sorted **ascending**, so sigma is nondecreasing (the largest losses get
@@ -18,11 +19,11 @@ __all__ = ["spectrum", "spectral_risk", "check_spectrum", "SPECTRUM_KINDS"]
 #: accepted ``kind`` values of :func:`spectrum` ("cvar" is an alias of "superquantile")
 SPECTRUM_KINDS = ("erm", "superquantile", "extremile", "esrm")
 
-# The parameter values of the SOREL paper's experiments (spec section 1.2).
+# The parameter values of the SOREL paper's experiments.
 _DEFAULT_PARAM = {"superquantile": 0.5, "extremile": 2.5, "esrm": 2.0}
 _PARAM_NAME = {"superquantile": "alpha", "extremile": "r", "esrm": "rho"}
 
-# |n alpha - round(n alpha)| below this counts as an integer (spec section 1.2, numerical pitfall).
+# |n alpha - round(n alpha)| below this counts as an integer (rounding in n alpha).
 _CVAR_INT_TOL = 1e-9
 
 
@@ -106,7 +107,7 @@ def spectrum(kind, n, param=None):
         - ``"superquantile"`` (alias ``"cvar"``), param alpha in (0, 1], default 0.5: the
           average of the top n*alpha losses, the boundary loss taking the fractional share:
           sigma_i = 1/(n alpha) for i > ceil(n(1-alpha)), 1 - floor(n alpha)/(n alpha) for
-          i = ceil(n(1-alpha)), 0 otherwise (spec section 1.2, Table 1 with its typo fixed). When
+          i = ceil(n(1-alpha)), 0 otherwise (the paper's Table 1 with its typo fixed). When
           n*alpha is within 1e-9 of an integer k it is taken as k: the top k weights are 1/k.
           alpha <= 1/n gives the maximum loss, alpha = 1 the mean.
         - ``"extremile"``, param r >= 1, default 2.5: sigma_i = (i/n)^r - ((i-1)/n)^r.
