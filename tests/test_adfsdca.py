@@ -457,7 +457,7 @@ def test_bad_inputs(f1):
 
 @pytest.mark.parametrize("s", [1.0, 10.0, 20.0])
 def test_plus_beats_uniform_on_sparse_binary(s, f3, references):
-    """Spec 6 item 14: capped adfSDCA+ after 20 epochs on F3 logistic is at least 100x closer
+    """capped adfSDCA+ after 20 epochs on F3 logistic is at least 100x closer
     to the optimum than dfSDCA (measured: ~2e-8 vs ~1e-4)."""
     X, y = f3
     lam = 1.0 / X.shape[0]

@@ -87,7 +87,7 @@ def _mixture_marginals(order, r, I, J, n, b):
 
 
 def test_alg3_reproduces_the_toy_example():
-    """Spec 2.7 / Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2 -> r = (0.2, 0.4, 0.4):
+    """He et al. 2018, Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2 -> r = (0.2, 0.4, 0.4):
     {1,2}; {1} plus one of {2,3}; two of {1,2,3,4} (1-based)."""
     order, r, I, J = alg3_components(np.array([0.8, 0.6, 0.4, 0.2]), 2)
     np.testing.assert_array_equal(order, [0, 1, 2, 3])
@@ -105,7 +105,7 @@ def test_alg3_uniform_q_is_one_component_and_b_equals_n():
 
 
 def test_alg3_exact_marginals_on_random_q():
-    """Spec 6 item 7: 2000 random water-filled q (n <= 30, ties, q_i = 1): r >= 0,
+    """2000 random water-filled q (n <= 30, ties, q_i = 1): r >= 0,
     sum r = 1, at most n components, sum_k r_k marginal_k == q to 1e-10."""
     rng = np.random.default_rng(0)
     worst = 0.0
@@ -291,7 +291,7 @@ def test_minibatch_sparse_float32_int64(references):
 
 @pytest.mark.parametrize("sampler", ["alg3", "systematic"])
 def test_batch_size_one_is_the_serial_path(sampler, f1):
-    """Spec 6 item 10: batch_size = 1 gives bit-identical iterates, history and sampled
+    """batch_size = 1 gives bit-identical iterates, history and sampled
     coordinates to the serial exact adfSDCA with the same seed."""
     X, y = f1
     ta = np.full(4 * X.shape[0], -1, dtype=np.intp)
@@ -391,7 +391,7 @@ def test_numpy_twin_replays_minibatch_iterates(loss, b, sampler, cap, f1):
 
 
 def test_minibatch_epochs_comparable_to_serial(f1):
-    """Spec 6 item 15: F1 logistic, epochs to a gap of 1e-6 for b in {2, 4, 8} within 1.5x
+    """F1 logistic, epochs to a gap of 1e-6 for b in {2, 4, 8} within 1.5x
     of b = 1 (+1), and b = 32 still converges."""
     X, y = f1
     kw = dict(loss="logistic", variant="exact", tol=1e-6, max_epochs=300)

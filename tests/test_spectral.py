@@ -1,5 +1,5 @@
-"""Spectra, spectral risk and the permutahedron projection (spec seed4 sections 1.2, 1.5, 1.7,
-2.1 and the tests 1-10 of section 6).
+"""Spectra, spectral risk and the permutahedron projection (Ge & Jiang 2024,
+Table 1 and section 3), against brute force and quadrature.
 
 References used here never call the code under test: literal Table-1 formulas, numerical
 quadrature of the risk profiles, brute force over all permutations / all faces of the
@@ -135,7 +135,7 @@ def project_nnls(z, sigma):
 
 
 def project_clarabel(z, sigma):
-    """Spec test 9: min ||P sigma - z||^2 over doubly stochastic P (n^2 variables), by
+    """min ||P sigma - z||^2 over doubly stochastic P (n^2 variables), by
     Clarabel with tight tolerances; returns P sigma."""
     clarabel = pytest.importorskip("clarabel")
     import scipy.sparse as sp

@@ -8,7 +8,7 @@ import dualsolve
 
 
 def standardized(name):
-    """The paper's preprocessing (spec 4.1) on the whole bundled set: X standardised with the
+    """The paper's preprocessing (the SOREL paper's experiments) on the whole bundled set: X standardised with the
     population std, y centred and divided by its ddof=1 std, no intercept."""
     X, y = dualsolve.datasets.load(name, dense=True)
     X = (X - X.mean(0)) / X.std(0)
