@@ -34,6 +34,7 @@ from .auc import (train_ppd_sg, train_ppd_adagrad, train_solam, train_pga, auc_s
 from .spectral import (spectrum, spectral_risk, check_spectrum, project_permutahedron, train_sorel,
                        spectral_reference, SpectralReference, spectral_objective, train_lsvrg,
                        train_prospect, train_spectral_sgd)
+from .selection import regularization_path, cross_validate
 from . import datasets
 
 __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
@@ -45,4 +46,5 @@ __all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment"
            "SpectralReference", "spectral_objective", "train_lsvrg", "train_prospect",
            "train_spectral_sgd", "Model",
            "KernelModel", "load_model", "load_svmlight", "dump_svmlight", "datasets",
-           "ConvergenceWarning", "get_include", "__version__"]
+           "ConvergenceWarning", "get_include", "__version__", "regularization_path",
+           "cross_validate"]

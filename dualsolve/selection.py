@@ -1,0 +1,172 @@
+"""Choosing the regularisation: a warm-started path over ``lam`` and cross-validation.
+
+Both work with any ``train_*`` function of the package (or its name): they read the
+solver's description (``dualsolve._driver``) to know whether it classifies or regresses.
+
+* :func:`regularization_path` solves from the strongest regularisation to the weakest,
+  each solve warm-started from the previous model (its dual variables where the solver has
+  them, else its coefficients), so that a path costs a fraction of as many cold solves.
+* :func:`cross_validate` splits the rows into folds (stratified by class for classifiers),
+  trains on all folds but one and scores on the one left out; with ``lams`` it runs the
+  warm-started path in every fold, which is how the best lam (liblinear's ``-C``) is found.
+"""
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._driver import solvers
+from ._validation import check_seed
+
+#: scorings by name: (function(model, X, y) -> float, larger is better)
+SCORINGS = ("accuracy", "mse", "r2", "auc")
+
+
+def _solver_of(trainer):
+    """(train function, its description) for a train_* function or its name."""
+    import dualsolve
+    table = solvers()
+    if isinstance(trainer, str):
+        name = trainer[len("train_"):] if trainer.startswith("train_") else trainer
+        if name not in table:
+            raise ValueError(f"trainer must be a train_* function of dualsolve or its name; "
+                             f"unknown solver {trainer!r} (one of {sorted(table)})")
+        return getattr(dualsolve, "train_" + name), table[name]
+    if not callable(trainer):
+        raise TypeError(f"trainer must be a train_* function of dualsolve or its name; got "
+                        f"{type(trainer).__name__}")
+    name = getattr(trainer, "__name__", "")
+    if not name.startswith("train_") or name[len("train_"):] not in table:
+        raise ValueError(f"trainer must be a train_* function of dualsolve; got {name or trainer!r}")
+    return trainer, table[name[len("train_"):]]
+
+
+def _check_lams(lams):
+    if lams is None:
+        raise TypeError("lams must be a sequence of regularisation strengths (> 0)")
+    arr = np.asarray(lams, dtype=np.float64).ravel()
+    if arr.size == 0:
+        raise ValueError("lams is empty")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"lams must be finite and > 0; got {arr.tolist()}")
+    return arr
+
+
+def _task(solver, params):
+    loss = params.get("loss", solver.losses[0])
+    return solver.task(loss, params)
+
+
+def regularization_path(trainer, X, y, *, lams, **params):
+    """Train ``trainer`` at every ``lam`` of ``lams`` with warm starts.
+
+    The solves run in decreasing ``lam`` order (the most regularised problem is the easiest
+    and its solution is a good start for the next); each is warm-started from the previous
+    model and certified by the solver's own criterion at ``tol``. Returns the models in the
+    order of ``lams``. ``params`` are passed to every call (``loss``, ``tol``, ...); ``C``
+    and ``warm_start`` are not allowed (the path sets them).
+    """
+    train, solver = _solver_of(trainer)
+    for key in ("lam", "C", "warm_start"):
+        if key in params:
+            raise TypeError(f"regularization_path sets {key!r} itself; pass the grid as lams")
+    arr = _check_lams(lams)
+    models = [None] * arr.size
+    previous = None
+    for i in np.argsort(-arr, kind="stable"):
+        previous = train(X, y, lam=float(arr[i]), warm_start=previous, **params)
+        models[i] = previous
+    return models
+
+
+def _folds(y, n_folds, seed, stratified):
+    """Fold index of every row: a seeded permutation dealt round-robin (within each class
+    when stratified, so every fold gets its share of every class)."""
+    n = y.shape[0]
+    rng = np.random.default_rng(seed)
+    fold = np.empty(n, dtype=np.intp)
+    if not stratified:
+        fold[rng.permutation(n)] = np.arange(n) % n_folds
+        return fold
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    single = classes[counts < 2]
+    if single.size:
+        raise ValueError(f"y has class {single[0].item()!r} with a single row: cross-validation would "
+                         f"leave it out of a training fold; remove it or give it more rows")
+    if counts.min() < n_folds:
+        warnings.warn(f"the smallest class of y ({classes[np.argmin(counts)].item()!r}) has "
+                      f"{counts.min()} rows, fewer than n_folds={n_folds}: some test folds "
+                      "lack it", UserWarning, stacklevel=3)
+    start = 0
+    order = rng.permutation(n)
+    for c in range(classes.size):          # deal each class's rows in turn, continuing the count
+        rows = order[inverse[order] == c]
+        fold[rows] = (start + np.arange(rows.size)) % n_folds
+        start += rows.size
+    return fold
+
+
+def _scorer(scoring, task):
+    if callable(scoring):
+        return scoring
+    if scoring is None:
+        scoring = "mse" if task == "regression" else "accuracy"
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {list(SCORINGS)} or a callable "
+                         f"(model, X, y) -> float; got {scoring!r}")
+    if task == "regression" and scoring in ("accuracy", "auc"):
+        raise ValueError(f"scoring={scoring!r} needs a classifier; this solver and loss regress")
+    if task != "regression" and scoring in ("mse", "r2"):
+        raise ValueError(f"scoring={scoring!r} needs a regression loss; this one classifies")
+    if scoring == "accuracy":
+        return lambda m, X, y: float(np.mean(m.predict(X) == y))
+    if scoring == "mse":
+        return lambda m, X, y: float(np.mean((m.predict(X) - y) ** 2))
+    if scoring == "r2":
+        return lambda m, X, y: float(1.0 - np.sum((m.predict(X) - y) ** 2)
+                                     / max(np.sum((y - np.mean(y)) ** 2), np.finfo(float).tiny))
+    from .auc import auc_score
+    return lambda m, X, y: float(auc_score(y, m.decision_function(X)))
+
+
+def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None, **params):
+    """Per-fold scores of ``trainer`` on ``X, y``.
+
+    Rows are dealt into ``n_folds`` folds from a permutation seeded by ``seed``, per class
+    for classifiers (stratified), so the split is reproducible. Each fold is scored by the
+    model trained on the others: ``scoring`` is ``"accuracy"`` (default for classifiers),
+    ``"auc"``, ``"mse"`` (default for regression; smaller is better), ``"r2"`` or a callable
+    ``(model, X_test, y_test) -> float``. Returns an array of ``n_folds`` scores; with
+    ``lams``, the warm-started :func:`regularization_path` runs in every fold and the result
+    has shape ``(len(lams), n_folds)``. ``params`` go to every call (not ``warm_start``).
+    """
+    train, solver = _solver_of(trainer)
+    if "warm_start" in params:
+        raise TypeError("cross_validate does not take warm_start (each fold starts cold)")
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)):
+        raise TypeError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    seed = check_seed(seed)
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {y.shape}")
+    n = y.shape[0]
+    if X is None or not hasattr(X, "shape") or X.shape[0] != n:
+        raise ValueError(f"X must have one row per label: y has {n} labels, X has "
+                         f"{getattr(X, 'shape', None)}")
+    if not 2 <= n_folds <= n:
+        raise ValueError(f"n_folds must be in [2, n rows = {n}]; got {n_folds}")
+    task = _task(solver, params)
+    score = _scorer(scoring, task)
+    fold = _folds(y, int(n_folds), seed, stratified=task not in ("regression", "soft"))
+    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+    arr = None if lams is None else _check_lams(lams)
+    scores = np.empty((1 if arr is None else arr.size, n_folds))
+    for k in range(n_folds):
+        test = fold == k
+        Xtr, ytr, Xte, yte = X[~test], y[~test], X[test], y[test]
+        if arr is None:
+            models = [train(Xtr, ytr, **params)]
+        else:
+            models = regularization_path(train, Xtr, ytr, lams=arr, **params)
+        scores[:, k] = [score(m, Xte, yte) for m in models]
+    return scores[0] if arr is None else scores

@@ -1,0 +1,114 @@
+"""regularization_path and cross_validate: warm-started paths reach the cold optima, folds
+are stratified and reproducible, and bad input is a clear error."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dualsolve as ds
+from dualsolve.selection import _folds, cross_validate, regularization_path
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return ds.datasets.load("heart_scale")
+
+
+def test_path_equals_cold_solves(heart):
+    X, y = heart
+    n = X.shape[0]
+    lams = np.array([1.0, 0.1, 10.0, 0.01]) / n
+    models = regularization_path(ds.train_sdca, X, y, lams=lams, loss="logistic", tol=1e-10)
+    for lam, m in zip(lams, models):
+        assert m.params["lam"] == lam and m.converged
+        cold = ds.train_sdca(X, y, lam=lam, loss="logistic", tol=1e-10)
+        # both certified to 1e-10 P(0): the objectives agree to that
+        assert abs(m.history["primal"][-1] - cold.history["primal"][-1]) <= 2e-10
+        np.testing.assert_allclose(m.coef, cold.coef, rtol=0, atol=1e-4)
+
+
+def test_path_warm_starts_pay(heart):
+    X, y = heart
+    lams = np.geomspace(1.0, 1e-2, 8) / X.shape[0]
+    path = regularization_path("sdca", X, y, lams=lams, loss="squared_hinge", tol=1e-8)
+    cold = [ds.train_sdca(X, y, lam=lam, loss="squared_hinge", tol=1e-8) for lam in lams]
+    assert sum(m.n_epochs for m in path) < 0.8 * sum(m.n_epochs for m in cold)
+
+
+def test_path_works_for_a_primal_dual_solver(heart):
+    X, y = heart
+    lams = np.array([1.0, 0.1]) / X.shape[0]
+    models = regularization_path(ds.train_svrg, X, y, lams=lams, loss="logistic", tol=1e-8)
+    assert [m.params["lam"] for m in models] == list(lams)
+    assert all(m.converged for m in models)
+
+
+def test_folds_are_stratified_and_reproducible():
+    y = np.array([0] * 50 + [1] * 30 + [2] * 20)
+    f = _folds(y, 5, seed=3, stratified=True)
+    np.testing.assert_array_equal(f, _folds(y, 5, seed=3, stratified=True))
+    for c, count in ((0, 50), (1, 30), (2, 20)):
+        np.testing.assert_array_equal(np.bincount(f[y == c], minlength=5), [count // 5] * 5)
+    assert not np.array_equal(f, _folds(y, 5, seed=4, stratified=True))
+
+
+def test_cross_validate_is_the_manual_loop(heart):
+    X, y = heart
+    scores = cross_validate(ds.train_sdca, X, y, n_folds=4, seed=1, loss="logistic", tol=1e-8)
+    fold = _folds(y, 4, 1, stratified=True)
+    for k in range(4):
+        te = fold == k
+        m = ds.train_sdca(X[~te], y[~te], loss="logistic", tol=1e-8)
+        assert scores[k] == np.mean(m.predict(X[te]) == y[te])
+    assert 0.75 < scores.mean() < 0.9
+
+
+def test_cross_validate_over_a_path_and_regression():
+    X, y = ds.datasets.load("kin8nm")
+    X = sp.csr_matrix(X[:600])
+    y = y[:600]
+    lams = [1e-1, 1e-3]
+    s = cross_validate("train_sdca", X, y, n_folds=3, loss="squared", lams=lams, tol=1e-8)
+    assert s.shape == (2, 3) and np.all(s > 0)
+    fold = _folds(y, 3, 0, stratified=False)
+    m = ds.train_sdca(X[fold != 2], y[fold != 2], loss="squared", lam=1e-3, tol=1e-8)
+    assert s[1, 2] == pytest.approx(np.mean((m.predict(X[fold == 2]) - y[fold == 2]) ** 2),
+                                    rel=1e-5)
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    (dict(n_folds=1), ValueError, "n_folds"),
+    (dict(n_folds=1000), ValueError, "n_folds"),
+    (dict(n_folds=2.5), TypeError, "n_folds"),
+    (dict(scoring="mse"), ValueError, "scoring"),
+    (dict(scoring="nope"), ValueError, "scoring"),
+    (dict(seed="x"), TypeError, "seed"),
+    (dict(lams=[0.1, -1.0]), ValueError, "lams"),
+    (dict(warm_start=None), TypeError, "warm_start"),
+])
+def test_cross_validate_bad_input(heart, kw, err, match):
+    X, y = heart
+    with pytest.raises(err, match=match):
+        cross_validate(ds.train_sdca, X, y, **kw)
+
+
+def test_a_class_with_one_row_is_named(heart):
+    X, y = heart
+    y = y.copy()
+    y[0] = 7
+    with pytest.raises(ValueError, match="class 7.0 with a single row"):
+        cross_validate(ds.train_sdca, X, y)
+
+
+@pytest.mark.parametrize("trainer, err", [("nope", ValueError), (len, ValueError), (3, TypeError)])
+def test_unknown_trainer(heart, trainer, err):
+    X, y = heart
+    with pytest.raises(err, match="trainer"):
+        regularization_path(trainer, X, y, lams=[1.0])
+
+
+def test_path_refuses_what_it_sets(heart):
+    X, y = heart
+    with pytest.raises(TypeError, match="C"):
+        regularization_path(ds.train_sdca, X, y, lams=[1.0], C=1.0)
+    with pytest.raises(ValueError, match="lams"):
+        regularization_path(ds.train_sdca, X, y, lams=[])
