@@ -22,7 +22,7 @@ from ._core import status as _status
 from ._monitor import EpochMonitor
 from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Real, validate)
 from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
-                          check_regularization, check_seed)
+                          check_regularization, check_seed, check_weights)
 from .model import Model, make_history
 
 #: losses of regression problems (real targets); the others classify two classes
@@ -61,6 +61,7 @@ class Solver:
     objective_scale: Optional[Callable] = None   # problem -> the objective's scale for that
     samples: Optional[Callable] = None      # (n rows, options) -> the n of lam's 1/n and of
                                             # C's lam = 1/(C n) (mixup counts mixed points)
+    weights: bool = False       # takes sample_weight / class_weight (a weighted loss sum)
 
     @property
     def function_name(self):
@@ -88,6 +89,9 @@ class Problem:
     callback: Optional[Callable]
     warm_start: object          # None, a Model or an array: the engine reads what it needs
     solver: Solver = None
+    codes: Optional[np.ndarray] = None  # more than two classes: each row's class index
+    weight: Optional[np.ndarray] = None  # per-row loss weights (solvers with weights=True)
+    label: str = ""             # which sub-problem this is, for warnings (" (class c vs rest)")
 
     @property
     def n(self):
@@ -136,8 +140,18 @@ def solvers():
 
 
 def fit(solver, args):
-    """Run ``solver`` on the arguments of its ``train_*`` call (``locals()``)."""
+    """Run ``solver`` on the arguments of its ``train_*`` call (``locals()``); more than
+    two classes go one-vs-rest (``dualsolve.multiclass``)."""
     p, options = prepare(solver, args)
+    if p.codes is not None:
+        from .multiclass import fit_one_vs_rest
+        return fit_one_vs_rest(solver, p, options, run)
+    return run(solver, p, options)
+
+
+def run(solver, p, options):
+    """Solve one validated problem: the engine under a monitor, then the Model, the
+    warnings, and the callback's or Ctrl-C's exception (carrying the partial model)."""
     mon = EpochMonitor(("primal", "dual", "gap") + tuple(solver.history),
                        callback=p.callback, verbose=p.verbose,
                        unevaluated_nan=solver.unevaluated_nan, watch_growth=solver.watch_growth,
@@ -168,7 +182,16 @@ def prepare(solver, args):
     n = Xc.shape[0]
     loss, loss_param = _check_loss(solver, args)
     task = solver.task(loss, args)
-    y, classes = check_labels(args["y"], n, task)
+    codes = all_codes = None
+    if task == "binary":                    # two classes: -1 / +1; more: one-vs-rest codes
+        all_codes, classes = check_labels(args["y"], n, "classes")
+        y = np.where(all_codes == 1, 1.0, -1.0)
+        codes = all_codes if classes.shape[0] > 2 else None
+    else:
+        y, classes = check_labels(args["y"], n, task)
+    weight = None
+    if solver.weights:
+        weight = check_weights(args["sample_weight"], args["class_weight"], all_codes, classes, n)
     if task == "soft":                      # soft labels in [-1, 1]: the two classes are its ends
         classes = np.array([-1.0, 1.0])
     common = {k: validate(k, args[k], COMMON[k]) for k in COMMON}
@@ -179,7 +202,8 @@ def prepare(solver, args):
     p = Problem(X=Xc, y=y, classes=classes, loss=loss, loss_param=loss_param, lam=lam,
                 tol=common["tol"], max_epochs=common["max_epochs"],
                 seed=check_seed(common["seed"]), verbose=int(common["verbose"]),
-                callback=common["callback"], warm_start=common["warm_start"], solver=solver)
+                callback=common["callback"], warm_start=common["warm_start"], solver=solver,
+                codes=codes, weight=weight)
     return p, options
 
 
@@ -252,7 +276,9 @@ def _build_model(solver, p, options, res, mon):
 
 
 def _warn(solver, p, res, mon, model):
-    name = solver.function_name
+    name = solver.function_name + p.label
+    # the caller of train_*: above _warn, run, fit (and fit_one_vs_rest for a sub-problem)
+    level = 6 if p.label else 5
     # tol = 0 asks for the whole budget: ending there is what was asked
     if model.stop_reason == "max_epochs" and p.max_epochs > 0 and p.tol > 0:
         reached = ""
@@ -262,13 +288,13 @@ def _warn(solver, p, res, mon, model):
         why = f". {res.note}" if res.note else _conditioning(p)
         warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
                       f"({solver.certificate}{reached}); increase max_epochs or tol"
-                      f"{why}", ConvergenceWarning, stacklevel=4)
+                      f"{why}", ConvergenceWarning, stacklevel=level)
     elif model.stop_reason == "diverged":
         last = model.history["primal"][-1] if len(model.history) else float("nan")
         epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs
         warnings.warn(f"{name} diverged at epoch {epoch} (objective {last:.3e}); "
                       f"{solver.diverge_hint or 'the iterate is not a solution'}",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=level)
 
 
 def certificate_table():

@@ -144,6 +144,8 @@ def check_labels(y, n_samples, task, name="y"):
     """Validate labels.
 
     task : "binary"  two distinct values mapped to -1 / +1 (the larger value is +1);
+           "classes" two or more distinct values: returns each row's index into the
+                     sorted classes (int64) and the classes;
            "soft"    reals in [-1, 1] used as they are (mixup labels);
            "regression"  any finite reals.
     Returns ``(y_internal float64 contiguous, classes or None)``.
@@ -157,12 +159,17 @@ def check_labels(y, n_samples, task, name="y"):
         raise ValueError(f"{name} must be 1-D; got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} rows")
-    if task == "binary":
+    if task in ("binary", "classes"):
         if y.dtype.kind in "fc" and not np.isfinite(y).all():
             raise ValueError(f"{name} contains NaN or infinity")
-        classes = np.unique(y)
+        if y.dtype.kind not in "biufUSO":
+            raise TypeError(f"{name} must hold class labels (numbers or strings); got dtype "
+                            f"{y.dtype}")
+        classes, codes = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
             raise ValueError(f"{name} has a single class ({classes[0]!r}); two are needed")
+        if task == "classes":
+            return np.ascontiguousarray(codes.ravel(), dtype=np.int64), classes
         if classes.shape[0] > 2:
             shown = ", ".join(repr(c) for c in classes[:5].tolist())
             raise ValueError(f"{name} has {classes.shape[0]} distinct values ({shown}"
@@ -186,6 +193,60 @@ def check_labels(y, n_samples, task, name="y"):
         # snap to the exact labels so that the |y| = 1 code paths trigger (docs/mixup.md)
         y = np.where(np.abs(y) >= 1.0 - 1e-12, np.sign(y), y)
     return y, None
+
+
+def check_weights(sample_weight, class_weight, codes, classes, n_samples):
+    """Per-row loss weights from ``sample_weight`` (n non-negative finite reals) times
+    ``class_weight`` (a dict label -> weight >= 0, or ``"balanced"``: n / (k n_c), each
+    class weighing as much as the others); None when neither is given. ``codes`` are the
+    rows' class indices (None for regression, where class_weight does not apply)."""
+    if sample_weight is None and class_weight is None:
+        return None
+    weight = np.ones(n_samples)
+    if sample_weight is not None:
+        sw = np.asarray(sample_weight)
+        if sw.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric; got dtype {sw.dtype}")
+        sw = sw.astype(np.float64).ravel() if sw.ndim <= 2 and 1 in sw.shape[1:] else sw
+        if sw.ndim != 1 or sw.shape[0] != n_samples:
+            raise ValueError(f"sample_weight has shape {sw.shape} but X has {n_samples} rows")
+        if not np.isfinite(sw).all():
+            raise ValueError("sample_weight contains NaN or infinity")
+        if (sw < 0).any():
+            raise ValueError(f"sample_weight must be >= 0; row {int(np.argmax(sw < 0))} has "
+                             f"{sw[sw < 0][0]!r}")
+        weight *= sw
+    if class_weight is not None:
+        if codes is None:
+            raise ValueError("class_weight applies to classification; this loss regresses "
+                             "(use sample_weight)")
+        if isinstance(class_weight, str):
+            if class_weight != "balanced":
+                raise ValueError(f"class_weight must be a dict or 'balanced'; got {class_weight!r}")
+            counts = np.bincount(codes, minlength=classes.shape[0]).astype(np.float64)
+            per_class = n_samples / (classes.shape[0] * counts)
+        elif isinstance(class_weight, dict):
+            per_class = np.ones(classes.shape[0])
+            known = {c.item() if hasattr(c, "item") else c: j for j, c in enumerate(classes)}
+            for label, value in class_weight.items():
+                key = label.item() if hasattr(label, "item") else label
+                if key not in known:
+                    raise ValueError(f"class_weight names the label {label!r}, which is not in "
+                                     f"y (classes: {list(known)})")
+                v = _finite_float(value, f"class_weight[{label!r}]")
+                if v < 0:
+                    raise ValueError(f"class_weight[{label!r}] must be >= 0; got {v}")
+                per_class[known[key]] = v
+        else:
+            raise TypeError(f"class_weight must be a dict, 'balanced' or None; got "
+                            f"{type(class_weight).__name__}")
+        weight *= per_class[codes]
+    if not (weight > 0).any():
+        raise ValueError("every row has weight 0 (sample_weight x class_weight): nothing to fit")
+    top = float(weight.max())
+    if not _usable_scale(top * max(n_samples, 1)):
+        raise ValueError(f"the row weights are too large for float64 arithmetic (max {top:.3g})")
+    return weight
 
 
 def check_regularization(lam, C, n_samples, name="lam", allow_zero=False):

@@ -84,6 +84,8 @@ cdef inline double _fenchel_young(const SdcaProblem* P, double z, double a, doub
     """F = c (phi(z) + h(a/c) + (a/c) z) >= 0: the coordinate's share of the duality gap."""
     if c == 1.0:
         return loss_value(&P.loss, z, y) + loss_conj(&P.loss, a, y) + a * z
+    if c == 0.0:                # a row of weight 0 is out of the problem (its a stays 0)
+        return 0.0
     return c * (loss_value(&P.loss, z, y) + loss_conj(&P.loss, a / c, y)) + a * z
 
 
@@ -158,7 +160,7 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
         if c == 1.0:
             ksum_add(&ls, loss_value(&P.loss, zi, P.y[i]))
             ksum_add(&cs, loss_conj(&P.loss, P.alpha[i], P.y[i]))
-        else:
+        elif c != 0.0:
             ksum_add(&ls, c * loss_value(&P.loss, zi, P.y[i]))
             ksum_add(&cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
     for i in range(dw):

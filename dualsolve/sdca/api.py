@@ -3,7 +3,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._driver import Result, Solver, fit, register
-from .._params import Boolean, Integral, Interval, Options, Real
+from .._params import Anything, Boolean, Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _sdca
 
@@ -14,12 +14,14 @@ LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared")
 def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, fit_intercept=False,
                intercept_scaling=1.0, check_every="auto", shrinking=True,
-               sampling="permutation"):
+               sampling="permutation", sample_weight=None, class_weight=None):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
     Solves, with ``n`` rows and ``w`` of length ``n_features``::
 
-        min_w  P(w) = (1/n) sum_i loss(y_i, x_i.w) + (lam/2) ||w||^2
+        min_w  P(w) = (1/n) sum_i c_i loss(y_i, x_i.w) + (lam/2) ||w||^2
+
+    (``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say otherwise)
 
     through its dual ``max_a D(a) = -(lam/2)||X^T a/(lam n)||^2 - (1/n) sum_i loss*(-a_i)``,
     one coordinate at a time, exactly (closed forms; a safeguarded Newton step for logistic),
@@ -86,6 +88,14 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         An exception it raises reaches the caller after the solve has stopped.
     warm_start : Model or array (n,), optional
         Dual variables to start from (e.g. a model trained at a nearby ``lam``).
+    sample_weight : array (n,) of reals >= 0, optional
+        Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
+    class_weight : dict label -> weight >= 0, or "balanced", optional
+        Multiplies each row's weight by its class's (liblinear's ``-wi``); ``"balanced"``
+        gives class c the weight ``n / (k n_c)``. With more than two classes each row keeps
+        its own class's weight in every one-vs-rest problem (scikit-learn's rule; liblinear
+        weighs only the positive class of each).
+    More than two classes: one-vs-rest (``dualsolve.multiclass``), ``coef`` (k, n_features).
 
     Returns
     -------
@@ -99,25 +109,30 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
 
 def _engine(p, o, mon):
     bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
-    alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n)
+    alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n, p.weight)
     w = np.zeros(p.d + (1 if o["fit_intercept"] else 0))
     mon.set_coef(w)
     check = 0 if o["check_every"] == "auto" else o["check_every"]
     status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
-        mon, p.X.sqnorm)
+        mon, p.X.sqnorm, weight=p.weight)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=p.tol * p0, info=dict(p0=p0))
 
 
-def initial_dual(warm_start, y, loss, param, n):
+def initial_dual(warm_start, y, loss, param, n, weight=None):
     """The dual variables to start from: zeros, or a warm start's (a Model or an array of
-    n), which must lie in the dual domain of the loss for these labels."""
+    n), which must lie in the dual domain of the (weighted) loss for these labels."""
     if warm_start is None:
         return np.zeros(n)
     alpha = warm_start_dual(warm_start, n)
-    if not np.isfinite(_losses.conjugate(loss, alpha, y, param)).all():
+    scaled = alpha
+    if weight is not None:              # the domain of c h(a / c); a row of weight 0 has a = 0
+        if (alpha[weight == 0] != 0).any():
+            raise ValueError("warm_start has nonzero dual variables on rows of weight 0")
+        scaled = np.divide(alpha, weight, out=np.zeros(n), where=weight > 0)
+    if not np.isfinite(_losses.conjugate(loss, scaled, y, param)).all():
         raise ValueError("warm_start dual variables lie outside the dual domain of the loss "
                          "for these labels (was it trained with another loss or labels?)")
     return alpha
@@ -131,7 +146,10 @@ SDCA = register(Solver(
                 intercept_scaling=[Interval(Real, 0, None, closed="neither")],
                 check_every=[Options("auto"), Interval(Integral, 1, None)],
                 shrinking=[Boolean()],
-                sampling=[Options(*SAMPLING)]),
+                sampling=[Options(*SAMPLING)],
+                sample_weight=[None, Anything("an array of n weights")],
+                class_weight=[None, Anything("a dict or 'balanced'")]),
+    weights=True,
     history=("gap_estimate", "n_active"),
     certificate="duality gap P(w) - D(a) <= tol * P(0)",
     engine=_engine, unevaluated_nan=True))

@@ -139,6 +139,8 @@ cdef inline double coordinate_step(const Loss* L, double y, double z, double a0,
                                    double c, const StepParams* S, Py_ssize_t j) noexcept nogil:
     """New dual value of coordinate j (loss weight c) under rule S.rule."""
     cdef double b
+    if c == 0.0:                # weight 0: the coordinate's loss is absent, its dual stays 0
+        return 0.0
     if S.rule == STEP_EXACT:
         if c == 1.0:
             return loss_dual_step(L, y, z, a0, A)

@@ -1,0 +1,115 @@
+"""One-vs-rest over any binary solver of the package (liblinear's multi-class default).
+
+With k > 2 classes, ``train_*`` solves k binary problems, class c (+1) against the rest
+(-1), each one certified by the solver's own criterion at ``tol``, and returns one Model:
+
+* ``coef`` of shape (k, n_features) and ``intercept`` of shape (k,), row c for
+  ``classes[c]`` (sorted); ``dual`` of shape (k, n) when the solver keeps dual variables;
+* ``predict`` gives the class of the largest score;
+* ``stop_reason``: ``"converged"`` when every class converged, else the first of
+  interrupted / callback / diverged / max_epochs that a class ended with;
+  ``params["class_stop_reasons"]`` and ``params["class_n_epochs"]`` say per class what
+  happened and ``n_epochs`` is their sum (the cost of the fit); ``history`` holds every
+  class's rows with a leading ``class`` column (the class index).
+
+The callback sees ``info["class"]`` (the class index); returning True stops the whole fit.
+``warm_start`` may be a one-vs-rest Model of the same classes (its row c starts class c).
+"""
+import dataclasses
+
+import numpy as np
+
+from .model import Model
+
+#: which stop reason a multi-class fit reports when its classes ended differently
+_PRECEDENCE = ("interrupted", "callback", "diverged", "max_epochs", "converged")
+
+
+def fit_one_vs_rest(solver, p, options, run):
+    """k binary fits of ``solver`` on the validated problem ``p`` (``p.codes`` set) with
+    ``run(solver, problem, options) -> Model``; returns the combined Model."""
+    k = p.classes.shape[0]
+    starts = _warm_starts(p.warm_start, p.classes)
+    models = []
+    for c in range(k):
+        sub = dataclasses.replace(
+            p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]),
+            codes=None, warm_start=starts[c], callback=_for_class(p.callback, c),
+            label=f" (class {p.classes[c]!r} vs rest)")
+        if p.verbose:
+            print(f"{solver.function_name}: class {p.classes[c]!r} ({c + 1}/{k}) vs rest")
+        try:
+            model = run(solver, sub, options)
+        except BaseException as exc:      # Ctrl-C or the callback's exception: keep what ran
+            partial = getattr(exc, "model", None)
+            if partial is not None:
+                exc.model = combine(models + [partial], p.classes, p.X.shape[1])
+            raise
+        models.append(model)
+        if model.stop_reason in ("callback", "interrupted"):
+            break
+    return combine(models, p.classes, p.X.shape[1])
+
+
+def _for_class(callback, c):
+    if callback is None:
+        return None
+    return lambda info: callback(dict(info, **{"class": c}))
+
+
+def _warm_starts(warm_start, classes):
+    """One warm start per class from a one-vs-rest Model of the same classes."""
+    k = classes.shape[0]
+    if warm_start is None:
+        return [None] * k
+    if not isinstance(warm_start, Model):
+        raise TypeError("warm_start for more than two classes must be a one-vs-rest Model "
+                        f"of the same classes; got {type(warm_start).__name__}")
+    if warm_start.coef.ndim != 2 or warm_start.classes is None or \
+            not np.array_equal(warm_start.classes, classes):
+        raise ValueError(f"warm_start must be a one-vs-rest Model of the classes {classes.tolist()}"
+                         f"; its classes are "
+                         f"{None if warm_start.classes is None else warm_start.classes.tolist()}")
+    intercepts = np.broadcast_to(np.asarray(warm_start.intercept, dtype=float), (k,))
+    return [Model(coef=warm_start.coef[c], intercept=float(intercepts[c]),
+                  dual=None if warm_start.dual is None else warm_start.dual[c],
+                  classes=np.array([-1.0, 1.0]), solver=warm_start.solver,
+                  params=warm_start.params) for c in range(k)]
+
+
+def combine(models, classes, n_features):
+    """One Model from the per-class models (classes not reached get zero weights)."""
+    k = classes.shape[0]
+    first = models[0]
+    coef = np.zeros((k, n_features))
+    intercept = np.zeros(k)
+    has_dual = all(m.dual is not None for m in models)
+    dual = np.zeros((k, first.dual.shape[0])) if has_dual else None
+    for c, m in enumerate(models):
+        coef[c] = m.coef
+        intercept[c] = m.intercept
+        if has_dual:
+            dual[c] = m.dual
+    reasons = [m.stop_reason for m in models]
+    stop = next(r for r in _PRECEDENCE if r in reasons)
+    params = dict(first.params)
+    params.update(multi_class="ovr", class_stop_reasons=reasons,
+                  class_n_epochs=[int(m.n_epochs) for m in models])
+    return Model(coef=coef, intercept=intercept, dual=dual, history=_histories(models),
+                 stop_reason=stop, n_epochs=sum(int(m.n_epochs) for m in models),
+                 solver=first.solver, params=params, classes=classes)
+
+
+def _histories(models):
+    """Every class's history rows, with the class index as a leading column."""
+    base = models[0].history.dtype
+    dtype = np.dtype([("class", np.int64)] + [(n, base[n]) for n in base.names])
+    out = np.zeros(sum(len(m.history) for m in models), dtype=dtype)
+    at = 0
+    for c, m in enumerate(models):
+        rows = slice(at, at + len(m.history))
+        out["class"][rows] = c
+        for name in base.names:
+            out[name][rows] = m.history[name]
+        at += len(m.history)
+    return out

@@ -1,0 +1,145 @@
+"""One-vs-rest over every binary classifier: each class's row is that class's binary
+solve, the fit matches liblinear's one-vs-rest, and the per-class story is told."""
+import csv
+import lzma
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dualsolve as ds
+from dualsolve._driver import solvers
+
+DATA = os.environ.get("DUALSOLVE_DATA")
+
+
+def load_uci(name, label_column):
+    path = os.path.join(DATA or "", "uci_classification", name)
+    if not DATA or not os.path.exists(path):
+        pytest.skip(f"{name} needs DUALSOLVE_DATA")
+    with lzma.open(path, "rt") as f:
+        rows = list(csv.reader(f))
+    header, rows = rows[0], rows[1:]
+    j = header.index(label_column)
+    y = np.array([r[j] for r in rows])
+    X = np.array([[float(v) for i, v in enumerate(r) if i != j] for r in rows])
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def satellite():
+    """Statlog satellite, 6 classes with string labels, features scaled to [0, 1]."""
+    X, y = load_uci("satellite_statlog.csv.xz", "classes")
+    X = (X - X.min(0)) / (X.max(0) - X.min(0))
+    return sp.csr_matrix(X), y
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    X, y = ds.datasets.load("heart_scale")
+    y3 = np.where(y > 0, "b", "a").astype(object)
+    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = "c"
+    return X, y3.astype(str)
+
+
+def test_each_row_is_the_binary_solve(satellite):
+    X, y = satellite
+    m = ds.train_sdca(X, y, loss="logistic", tol=1e-8, seed=3)
+    classes = np.unique(y)
+    assert list(m.classes) == list(classes) and m.coef.shape == (6, X.shape[1])
+    assert m.intercept.shape == (6,)
+    for c, label in enumerate(classes):
+        b = ds.train_sdca(X, np.where(y == label, 1, -1), loss="logistic", tol=1e-8, seed=3)
+        np.testing.assert_array_equal(m.coef[c], b.coef)
+        np.testing.assert_array_equal(m.dual[c], b.dual)
+    assert m.converged and m.params["class_stop_reasons"] == ["converged"] * 6
+    assert m.n_epochs == sum(m.params["class_n_epochs"])
+    scores = m.decision_function(X)
+    assert scores.shape == (X.shape[0], 6)
+    np.testing.assert_array_equal(m.predict(X), classes[np.argmax(scores, axis=1)])
+    assert np.mean(m.predict(X) == y) > 0.8
+    h = m.history
+    assert h.dtype.names[0] == "class" and sorted(set(h["class"].tolist())) == list(range(6))
+
+
+def test_matches_liblinear_one_vs_rest(satellite):
+    liblinear = pytest.importorskip("liblinear.liblinearutil")
+    X, y = satellite
+    classes = np.unique(y)
+    codes = np.searchsorted(classes, y)
+    C = 1.0
+    m = ds.train_sdca(X, y, loss="squared_hinge", C=C, tol=1e-10)
+    lm = liblinear.train(codes.astype(float), X, f"-s 1 -c {C} -e 1e-8 -q")
+    labels = lm.get_labels()
+    W = np.array([[lm.get_decfun_coef(j + 1, labels.index(c)) for j in range(X.shape[1])]
+                  for c in range(6)])
+
+    def primal(w, c):
+        yc = np.where(codes == c, 1.0, -1.0)
+        return 0.5 * w @ w + C * np.sum(np.maximum(0, 1 - yc * (X @ w)) ** 2)
+
+    for c in range(6):
+        ours, theirs = primal(m.coef[c], c), primal(W[c], c)
+        assert abs(ours - theirs) <= 1e-6 * theirs, (c, ours, theirs)
+    pred_ll = np.array(liblinear.predict(codes.astype(float), X, lm, "-q")[0]).astype(int)
+    assert np.mean(classes[pred_ll] == m.predict(X)) > 0.999
+
+
+BINARY = sorted(name for name, s in solvers().items()
+                if s.task(s.losses[0], {"soft_labels": False}) == "binary")
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_every_binary_classifier_goes_one_vs_rest(name, three_classes):
+    X, y = three_classes
+    train = getattr(ds, "train_" + name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        m = train(X, y, max_epochs=30, seed=0)
+    assert list(m.classes) == ["a", "b", "c"]
+    pred = m.predict(X)
+    assert set(pred.tolist()) <= {"a", "b", "c"}
+    assert np.mean(pred == y) > 0.6
+    assert len(m.params["class_stop_reasons"]) == 3
+
+
+def test_callback_sees_the_class_and_stops_the_fit(three_classes):
+    X, y = three_classes
+    seen = []
+
+    def cb(info):
+        seen.append((info["class"], info["epoch"]))
+        return info["class"] == 1 and info["epoch"] == 2
+
+    m = ds.train_sdca(X, y, callback=cb, tol=1e-12)
+    assert m.stop_reason == "callback"
+    assert m.params["class_stop_reasons"] == ["converged", "callback"]
+    assert seen[-1] == (1, 2) and {c for c, _ in seen} == {0, 1}
+    np.testing.assert_array_equal(m.coef[2], 0.0)
+
+
+def test_warm_start_from_a_one_vs_rest_model(three_classes):
+    X, y = three_classes
+    m = ds.train_sdca(X, y, loss="logistic", tol=1e-8)
+    again = ds.train_sdca(X, y, loss="logistic", tol=1e-3, warm_start=m)
+    assert max(again.params["class_n_epochs"]) <= 2
+    with pytest.raises(ValueError, match="warm_start"):
+        ds.train_sdca(X, np.where(y == "c", "d", y), warm_start=m)
+    with pytest.raises(TypeError, match="warm_start"):
+        ds.train_sdca(X, y, warm_start=np.zeros(X.shape[0]))
+
+
+def test_a_class_that_stops_early_is_named(three_classes):
+    X, y = three_classes
+    with pytest.warns(ds.ConvergenceWarning, match=r"train_sdca \(class 'a' vs rest\) stopped"):
+        m = ds.train_sdca(X, y, max_epochs=1, tol=1e-12)
+    assert m.stop_reason == "max_epochs"
+
+
+def test_two_classes_stay_binary(three_classes):
+    X, y = three_classes
+    y2 = np.where(y == "a", "a", "z")
+    m = ds.train_sdca(X, y2)
+    assert m.coef.ndim == 1 and list(m.classes) == ["a", "z"]

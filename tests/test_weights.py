@@ -1,0 +1,81 @@
+"""Row and class weights: integer weights are repeated rows, class weights are liblinear's
+-wi, and bad weights are clear errors."""
+import numpy as np
+import pytest
+
+import dualsolve as ds
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return ds.datasets.load("heart_scale")
+
+
+def liblinear_objective(w, X, y, C, c, loss):
+    m = y * (X @ w)
+    phi = np.logaddexp(0, -m) if loss == "logistic" else np.maximum(0, 1 - m) ** 2
+    return 0.5 * w @ w + C * np.sum(c * phi)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "hinge"])
+def test_integer_weights_are_repeated_rows(heart, loss):
+    X, y = heart
+    sw = np.random.default_rng(1).integers(0, 4, X.shape[0])
+    rows = np.repeat(np.arange(X.shape[0]), sw)
+    m = ds.train_sdca(X, y, C=0.5, sample_weight=sw, loss=loss, tol=1e-12, max_epochs=20000)
+    d = ds.train_sdca(X[rows], y[rows], C=0.5, loss=loss, tol=1e-12, max_epochs=20000)
+    assert m.converged and d.converged
+    if loss == "hinge":
+        obj = lambda w: 0.5 * w @ w + 0.5 * np.sum(sw * np.maximum(0, 1 - y * (X @ w)))  # noqa
+    else:
+        obj = lambda w: liblinear_objective(w, X, y, 0.5, sw, loss)  # noqa
+    assert abs(obj(m.coef) - obj(d.coef)) <= 1e-9 * obj(d.coef)
+    np.testing.assert_array_equal(m.dual[sw == 0], 0.0)
+
+
+@pytest.mark.parametrize("loss, s", [("logistic", 0), ("squared_hinge", 2)])
+@pytest.mark.parametrize("class_weight", [{1.0: 3.0, -1.0: 0.5}, "balanced"])
+def test_class_weights_match_liblinear(heart, loss, s, class_weight):
+    liblinear = pytest.importorskip("liblinear.liblinearutil")
+    X, y = heart
+    C = 2.0
+    m = ds.train_sdca(X, y, C=C, class_weight=class_weight, loss=loss, tol=1e-12)
+    if class_weight == "balanced":
+        n, npos = y.shape[0], np.sum(y > 0)
+        class_weight = {1.0: n / (2 * npos), -1.0: n / (2 * (n - npos))}
+    flags = " ".join(f"-w{int(k)} {float(v)!r}" for k, v in class_weight.items())
+    lm = liblinear.train(y, X, f"-s {s} -c {C} -e 1e-10 -q {flags}")
+    sign = 1.0 if lm.get_labels()[0] == 1 else -1.0
+    w_ll = sign * np.array([lm.get_decfun_coef(j + 1) for j in range(X.shape[1])])
+    c = np.where(y > 0, class_weight[1.0], class_weight[-1.0])
+    ours, theirs = (liblinear_objective(w, X, y, C, c, loss) for w in (m.coef, w_ll))
+    assert ours <= theirs * (1 + 1e-9)
+    assert abs(ours - theirs) <= 1e-7 * theirs
+
+
+def test_weights_reach_one_vs_rest(heart):
+    X, y = heart
+    y3 = np.where(np.asarray(X[:, 0].todense()).ravel() > 0.3, 2.0, y)
+    sw = np.random.default_rng(2).integers(1, 3, X.shape[0])
+    m = ds.train_sdca(X, y3, sample_weight=sw, C=1.0, tol=1e-10)
+    for c, label in enumerate(m.classes):
+        b = ds.train_sdca(X, np.where(y3 == label, 1, -1), sample_weight=sw, C=1.0, tol=1e-10)
+        np.testing.assert_array_equal(m.coef[c], b.coef)
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    (dict(sample_weight=-np.ones(270)), ValueError, "sample_weight must be >= 0"),
+    (dict(sample_weight=np.ones(5)), ValueError, "sample_weight has shape"),
+    (dict(sample_weight=np.full(270, np.nan)), ValueError, "sample_weight contains NaN"),
+    (dict(sample_weight=np.zeros(270)), ValueError, "weight 0"),
+    (dict(sample_weight=np.array(["a"] * 270)), TypeError, "sample_weight"),
+    (dict(class_weight={5: 1.0}), ValueError, "label 5"),
+    (dict(class_weight={1.0: -2.0}), ValueError, "class_weight"),
+    (dict(class_weight="even"), ValueError, "class_weight"),
+    (dict(class_weight=[1, 2]), TypeError, "class_weight"),
+    (dict(class_weight={1.0: 1.0}, loss="squared"), ValueError, "class_weight"),
+])
+def test_bad_weights(heart, kw, err, match):
+    X, y = heart
+    with pytest.raises(err, match=match):
+        ds.train_sdca(X, y, **kw)
