@@ -3,9 +3,9 @@ liblinear's habits.
 
 ::
 
-    dualsolve train [-s solver] [-l loss] [-c C | --lam L] [-e tol] [-B bias] [-m max_epochs]
-                    [--seed S] [--no-shrinking] [-o NAME=VALUE ...] [-v | -q]
-                    data_file [model_file]
+    dualsolve train [-s solver] [-l loss] [-c C | --lam L] [-e tol] [-p epsilon] [-B bias]
+                    [-wi weight ...] [-m max_epochs] [--seed S] [--no-shrinking]
+                    [-o NAME=VALUE ...] [-v n | -C] [--verbose | -q] data_file [model_file]
     dualsolve predict [-b {0,1}] [-q] data_file model_file output_file
     dualsolve solvers [name]
     dualsolve demo [--quick] [--seed S]
@@ -63,8 +63,8 @@ LIBLINEAR_SOLVERS = {
 }
 # liblinear -s numbers with no equivalent here, and why.
 LIBLINEAR_REJECTED = {
-    4: "liblinear -s 4 is the Crammer-Singer multi-class SVM; dualsolve trains binary "
-       "classifiers only",
+    4: "liblinear -s 4 is the Crammer-Singer multi-class SVM, not available yet; multi-class "
+       "data is trained one-vs-rest by every classifier, as liblinear's -s 1 does (-s 1)",
     5: "liblinear -s 5 is L1-regularised; dualsolve's objectives are L2-regularised",
     6: "liblinear -s 6 is L1-regularised; dualsolve's objectives are L2-regularised",
     11: "liblinear -s 11 is L2-loss SVR, C sum max(0, |y - w.x| - p)^2 with p = 0.1 by "
@@ -160,6 +160,13 @@ def signature_default(solver, name):
     fn = getattr(dualsolve, "train_" + solver, None)
     p = None if fn is None else inspect.signature(fn).parameters.get(name)
     return None if p is None or p.default is inspect.Parameter.empty else p.default
+
+
+def _folds_flag(text):
+    v = _number(text, int)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"n-fold cross-validation needs n >= 2, got {text!r}")
+    return v
 
 
 def _option(text):
@@ -291,6 +298,9 @@ def build_parser():
                         "instance, whose weight (regularised like the others) gives the "
                         "intercept bias * w_bias, as liblinear's -B; if bias <= 0, no "
                         "intercept (default: -1)")
+    t.add_argument("-p", dest="epsilon", type=_nonnegative_float, default=None, metavar="epsilon",
+                   help="the epsilon of the epsilon-insensitive losses (-s 11, 12, 13), as "
+                        "liblinear's -p (default: 0.1)")
     t.add_argument("-m", dest="max_epochs", type=_nonnegative_int, default=None,
                    metavar="max_epochs",
                    help=f"maximum number of passes over the data (default: {epochs_default})")
@@ -305,10 +315,21 @@ def build_parser():
                    metavar="NAME=VALUE",
                    help="a solver option by its Python name, e.g. -o batch_size=8 -o "
                         "check_every=auto (repeatable; 'dualsolve solvers NAME' lists them)")
+    t.add_argument("-w", dest="class_weight", action="append", default=[], metavar="i weight",
+                   help="-wi weight: multiply the loss of the rows of class i by weight, as "
+                        "liblinear's -wi (repeatable, e.g. -w1 5 -w-1 0.5)")
+    mode = t.add_mutually_exclusive_group()
+    mode.add_argument("-v", dest="folds", type=_folds_flag, default=None, metavar="n",
+                      help="n-fold cross-validation (n >= 2, stratified, seeded by --seed): "
+                           "prints the accuracy (regression: the mean squared error and the "
+                           "squared correlation) and saves no model, as liblinear's -v n")
+    mode.add_argument("-C", dest="find_C", action="store_true",
+                      help="find the best C by 5-fold cross-validation (or -v n) along a "
+                           "warm-started path C = 2^k up to 1024 from liblinear's starting "
+                           "C; prints each C's score and the best, saves no model")
     out = t.add_mutually_exclusive_group()
-    out.add_argument("-v", dest="verbose", action="store_true",
-                     help="print one line per epoch: primal, dual, gap, active rows, seconds "
-                          "(not liblinear's -v n, which is cross-validation)")
+    out.add_argument("--verbose", dest="verbose", action="store_true",
+                     help="print one line per epoch: primal, dual, gap, active rows, seconds")
     out.add_argument("-q", dest="quiet", action="store_true",
                      help="quiet: print nothing, not even warnings")
     t.add_argument("data_file", help="training data, LIBSVM format (.xz, .gz, .bz2 allowed)")
@@ -355,8 +376,7 @@ def main(argv=None):
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        _refuse_cross_validation_flag(argv)
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_weight_flags(argv))
         if args.command is None:
             raise CLIError("missing command: train, predict, solvers or demo (see "
                            "'dualsolve -h')")
@@ -378,14 +398,19 @@ def main(argv=None):
         return 2
 
 
-def _refuse_cross_validation_flag(argv):
-    """liblinear's ``-v n`` (n-fold cross-validation) would otherwise parse as our -v
-    (verbose) and a data file named n, and fail on an unrelated message."""
-    if len(argv) >= 3 and argv[0] == "train":
-        for flag, value in zip(argv[1:], argv[2:]):
-            if flag == "-v" and value.isdigit() and not os.path.exists(value):
-                raise CLIError(f"'-v {value}': liblinear's n-fold cross-validation is not "
-                               "available; here -v means verbose (one line per epoch)")
+def _join_weight_flags(argv):
+    """liblinear writes class weights as ``-w<label> <weight>`` (``-w1 5``, ``-w-1 0.5``);
+    argparse reads ``-w`` with one value, so each pair becomes ``-w '<label> <weight>'``."""
+    out, k = [], 0
+    while k < len(argv):
+        a = str(argv[k])
+        if a.startswith("-w") and len(a) > 2 and k + 1 < len(argv):
+            out += ["-w", f"{a[2:]} {argv[k + 1]}"]
+            k += 2
+        else:
+            out.append(argv[k])
+            k += 1
+    return out
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -473,10 +498,12 @@ def _solver_kwargs(fn, solver, args, loss):
                   shrinking=(args.shrinking, args.shrinking is not None),
                   fit_intercept=(args.bias > 0, args.bias > 0),
                   intercept_scaling=(args.bias, args.bias > 0),
+                  epsilon=(args.epsilon, args.epsilon is not None),
+                  class_weight=(_class_weights(args.class_weight), bool(args.class_weight)),
                   verbose=(int(args.verbose), args.verbose))
     flags = dict(loss="-l", lam="--lam", C="-c", tol="-e", max_epochs="-m", seed="--seed",
                  shrinking="--no-shrinking", fit_intercept="-B", intercept_scaling="-B",
-                 verbose="-v")
+                 epsilon="-p", class_weight="-wi", verbose="--verbose")
     kwargs = {}
     for name, (value, explicit) in wanted.items():
         if explicit and name not in accepted:
@@ -493,6 +520,19 @@ def _solver_kwargs(fn, solver, args, loss):
     return kwargs
 
 
+def _class_weights(pairs):
+    """``-wi weight`` pairs -> {label: weight} (labels read as numbers, like the data's)."""
+    weights = {}
+    for pair in pairs:
+        label, _, value = pair.partition(" ")
+        try:
+            weights[float(label)] = _nonnegative_float(value)
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise CLIError(f"-w{label} {value}: expected -w<label> <weight >= 0> "
+                           f"({_one_line(exc)})") from None
+    return weights
+
+
 def _check_finite(X, path):
     if X.data.size and not np.isfinite(X.data).all():
         k = int(np.flatnonzero(~np.isfinite(X.data))[0])
@@ -505,12 +545,12 @@ def _check_training_labels(y, task, path):
     if task != "binary":
         return
     values = np.unique(y)
-    if values.size != 2:
+    if values.size < 2:
         shown = ", ".join(format_label(v) for v in values[:5])
         more = ", ..." if values.size > 5 else ""
         raise CLIError(f"data file '{path}' has {values.size} distinct label value"
                        f"{'s' if values.size != 1 else ''} ({shown}{more}); a classifier "
-                       "needs exactly two (for regression use -l squared)")
+                       "needs two or more (for regression use -l squared)")
 
 
 def _cmd_train(args):
@@ -524,6 +564,8 @@ def _cmd_train(args):
     _check_finite(X, args.data_file)
     task = solver_table()[solver].task(loss, kwargs)
     _check_training_labels(y, task, args.data_file)
+    if args.folds is not None or args.find_C:
+        return _cross_validation(args, fn, kwargs, X, y, task)
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -556,6 +598,74 @@ def _cmd_train(args):
               f"primal {_last(model, 'primal'):.10e}, gap {_last(model, 'gap'):.3e}, "
               f"{seconds:.3f} s, {status}; model saved to {model_file}")
     return 0
+
+
+def _start_C(X, loss):
+    """liblinear's first C of -C: 2^floor(log2(1 / (n max ||x_i||^2))), halved for the
+    squared-hinge loss, below which every model is essentially w = 0."""
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    top = max(float(sq.max()) if sq.size else 1.0, np.finfo(float).tiny)
+    c = 1.0 / (X.shape[0] * top)
+    if loss == "squared_hinge":
+        c /= 2.0
+    return 2.0 ** math.floor(math.log2(c))
+
+
+def _cross_validation(args, fn, kwargs, X, y, task):
+    """-v n (the cross-validated score at the given C) or -C (the best C on a path)."""
+    from dualsolve.selection import cross_validate
+    folds = args.folds or 5
+    seed = kwargs.get("seed", 0)
+    run = {k: v for k, v in kwargs.items() if k not in ("seed",)}
+    regression = task != "binary"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if not args.find_C:
+                if regression:
+                    mse = cross_validate(fn, X, y, n_folds=folds, seed=seed, scoring="mse", **run)
+                    r2 = _cv_squared_correlation(fn, X, y, folds, seed, run)
+                    if not args.quiet:
+                        print(f"Cross Validation Mean squared error = {np.mean(mse):g}")
+                        print(f"Cross Validation Squared correlation coefficient = {r2:g}")
+                else:
+                    acc = cross_validate(fn, X, y, n_folds=folds, seed=seed, **run)
+                    if not args.quiet:
+                        print(f"Cross Validation Accuracy = {100 * np.mean(acc):g}%")
+                return 0
+            for key in ("C", "lam"):
+                run.pop(key, None)
+            Cs = [_start_C(X, kwargs.get("loss"))]
+            while Cs[-1] < 1024:
+                Cs.append(Cs[-1] * 2)
+            scores = cross_validate(fn, X, y, n_folds=folds, seed=seed, Cs=Cs,
+                                    scoring="mse" if regression else "accuracy", **run)
+        except (ValueError, TypeError) as exc:
+            raise CLIError(f"cannot cross-validate on '{args.data_file}': "
+                           f"{_one_line(exc)}") from None
+    for w in caught:
+        if not issubclass(w.category, dualsolve.ConvergenceWarning):
+            _warn(w.message, args.quiet)
+    mean = scores.mean(axis=1)
+    best = int(np.argmin(mean) if regression else np.argmax(mean))
+    if not args.quiet:
+        what = "MSE" if regression else "accuracy"
+        for C, m in zip(Cs, mean):
+            print(f"log2c= {math.log2(C):6.2f}\t{what}= {m if regression else 100 * m:g}")
+        print(f"Best C = {Cs[best]:g}  CV {what} = "
+              f"{mean[best] if regression else 100 * mean[best]:g}{'' if regression else '%'}")
+    return 0
+
+
+def _cv_squared_correlation(fn, X, y, folds, seed, run):
+    """liblinear's 'Squared correlation coefficient' of the cross-validated predictions."""
+    from dualsolve.selection import _folds
+    fold = _folds(y, folds, seed, stratified=False)
+    pred = np.empty_like(y, dtype=np.float64)
+    for k in range(folds):
+        test = fold == k
+        pred[test] = fn(X[~test], y[~test], **run).predict(X[test])
+    return squared_correlation(y, pred)
 
 
 # ------------------------------------------------------------------------------ predict

@@ -41,15 +41,19 @@ def _solver_of(trainer):
     return trainer, table[name[len("train_"):]]
 
 
-def _check_lams(lams):
-    if lams is None:
-        raise TypeError("lams must be a sequence of regularisation strengths (> 0)")
-    arr = np.asarray(lams, dtype=np.float64).ravel()
+def _check_grid(lams, Cs):
+    """(name, values, strengths): the grid as given, and its regularisation strengths
+    (lam, or 1/C) to order the path by."""
+    if (lams is None) == (Cs is None):
+        raise TypeError("give the grid as lams (L2 strengths) or as Cs (liblinear's costs), "
+                        "one of them")
+    name = "lams" if Cs is None else "Cs"
+    arr = np.asarray(lams if Cs is None else Cs, dtype=np.float64).ravel()
     if arr.size == 0:
-        raise ValueError("lams is empty")
+        raise ValueError(f"{name} is empty")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"lams must be finite and > 0; got {arr.tolist()}")
-    return arr
+        raise ValueError(f"{name} must be finite and > 0; got {arr.tolist()}")
+    return name, arr, (arr if Cs is None else 1.0 / arr)
 
 
 def _task(solver, params):
@@ -57,24 +61,27 @@ def _task(solver, params):
     return solver.task(loss, params)
 
 
-def regularization_path(trainer, X, y, *, lams, **params):
-    """Train ``trainer`` at every ``lam`` of ``lams`` with warm starts.
+def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
+    """Train ``trainer`` at every ``lam`` of ``lams`` (or every liblinear cost ``C`` of
+    ``Cs``, ``lam = 1/(C n)``) with warm starts.
 
-    The solves run in decreasing ``lam`` order (the most regularised problem is the easiest
-    and its solution is a good start for the next); each is warm-started from the previous
-    model and certified by the solver's own criterion at ``tol``. Returns the models in the
-    order of ``lams``. ``params`` are passed to every call (``loss``, ``tol``, ...); ``C``
-    and ``warm_start`` are not allowed (the path sets them).
+    The solves run from the strongest regularisation to the weakest (the most regularised
+    problem is the easiest and its solution is a good start for the next); each is
+    warm-started from the previous model and certified by the solver's own criterion at
+    ``tol``. Returns the models in the order of the grid. ``params`` are passed to every
+    call (``loss``, ``tol``, ...); ``lam``, ``C`` and ``warm_start`` are set by the path.
     """
-    train, solver = _solver_of(trainer)
+    train, _ = _solver_of(trainer)
     for key in ("lam", "C", "warm_start"):
         if key in params:
-            raise TypeError(f"regularization_path sets {key!r} itself; pass the grid as lams")
-    arr = _check_lams(lams)
+            raise TypeError(f"regularization_path sets {key!r} itself; pass the grid as "
+                            "lams or Cs")
+    name, arr, strength = _check_grid(lams, Cs)
+    key = "lam" if name == "lams" else "C"
     models = [None] * arr.size
     previous = None
-    for i in np.argsort(-arr, kind="stable"):
-        previous = train(X, y, lam=float(arr[i]), warm_start=previous, **params)
+    for i in np.argsort(-strength, kind="stable"):
+        previous = train(X, y, warm_start=previous, **{key: float(arr[i])}, **params)
         models[i] = previous
     return models
 
@@ -129,7 +136,8 @@ def _scorer(scoring, task):
     return lambda m, X, y: float(auc_score(y, m.decision_function(X)))
 
 
-def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None, **params):
+def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None, Cs=None,
+                   **params):
     """Per-fold scores of ``trainer`` on ``X, y``.
 
     Rows are dealt into ``n_folds`` folds from a permutation seeded by ``seed``, per class
@@ -137,8 +145,9 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
     model trained on the others: ``scoring`` is ``"accuracy"`` (default for classifiers),
     ``"auc"``, ``"mse"`` (default for regression; smaller is better), ``"r2"`` or a callable
     ``(model, X_test, y_test) -> float``. Returns an array of ``n_folds`` scores; with
-    ``lams``, the warm-started :func:`regularization_path` runs in every fold and the result
-    has shape ``(len(lams), n_folds)``. ``params`` go to every call (not ``warm_start``).
+    ``lams`` (or ``Cs``), the warm-started :func:`regularization_path` runs in every fold
+    and the result has shape ``(len(grid), n_folds)``. ``params`` go to every call (not
+    ``warm_start``).
     """
     train, solver = _solver_of(trainer)
     if "warm_start" in params:
@@ -159,14 +168,17 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
     score = _scorer(scoring, task)
     fold = _folds(y, int(n_folds), seed, stratified=task not in ("regression", "soft"))
     X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
-    arr = None if lams is None else _check_lams(lams)
-    scores = np.empty((1 if arr is None else arr.size, n_folds))
+    grid = None
+    if lams is not None or Cs is not None:
+        name, arr, _ = _check_grid(lams, Cs)
+        grid = {name: arr}
+    scores = np.empty((1 if grid is None else arr.size, n_folds))
     for k in range(n_folds):
         test = fold == k
         Xtr, ytr, Xte, yte = X[~test], y[~test], X[test], y[test]
-        if arr is None:
+        if grid is None:
             models = [train(Xtr, ytr, **params)]
         else:
-            models = regularization_path(train, Xtr, ytr, lams=arr, **params)
+            models = regularization_path(train, Xtr, ytr, **grid, **params)
         scores[:, k] = [score(m, Xte, yte) for m in models]
-    return scores[0] if arr is None else scores
+    return scores[0] if grid is None else scores

@@ -162,7 +162,7 @@ def test_default_model_file_in_current_directory(heart_file, tmp_path, capsys, m
 
 def test_verbose_and_quiet(heart_file, tmp_path, capsys):
     path, (X, y) = heart_file
-    rc, out, _ = run(["train", "-v", path, tmp_path / "m"], capsys)
+    rc, out, _ = run(["train", "--verbose", path, tmp_path / "m"], capsys)
     assert rc == 0
     model = dualsolve.load_model(tmp_path / "m")
     epoch_lines = [l for l in out.splitlines() if re.match(r"^\s+\d+\s", l)]
@@ -343,10 +343,10 @@ def test_error_missing_and_malformed_files(heart_file, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.write_text("")
     assert_usage_error(*run(["train", empty, tmp_path / "m"], capsys), "no instances")
-    multi = tmp_path / "multi"
-    multi.write_text("1 1:1\n2 1:2\n3 1:3\n")
-    assert_usage_error(*run(["train", multi, tmp_path / "m"], capsys),
-                       "3 distinct label values")
+    single = tmp_path / "single"
+    single.write_text("1 1:1\n1 1:2\n1 1:3\n")
+    assert_usage_error(*run(["train", single, tmp_path / "m"], capsys),
+                       "1 distinct label value")
     nan = tmp_path / "nan"
     nan.write_text("1 1:1\n-1 1:nan\n")
     assert_usage_error(*run(["train", nan, tmp_path / "m"], capsys), "NaN", "instance 2")
@@ -386,14 +386,18 @@ def test_probability_needs_logistic(heart_file, tmp_path, capsys):
     (["-l", "cubic"], "argument -l: invalid choice: 'cubic'"),
     (["-s", "foo"], "unknown solver 'foo'"),
     (["-s", "9"], "liblinear has no solver 9"),
-    (["-s", "4"], "multi-class"),
+    (["-s", "4"], "one-vs-rest"),
     (["-s", "5"], "L1-regularised"),
     (["-s", "6"], "L1-regularised"),
     (["-s", "11"], "epsilon-insensitive"),
     (["-s", "12"], "epsilon-insensitive"),
     (["-s", "13"], "epsilon-insensitive"),
     (["-s", "3", "-l", "logistic"], "contradicts -s"),
-    (["-v", "-q"], "not allowed with argument -v"),
+    (["--verbose", "-q"], "not allowed with argument --verbose"),
+    (["-v", "1"], "n >= 2"),
+    (["-v", "3", "-C"], "not allowed with argument -v"),
+    (["-w1", "x"], "-w1 x: expected -w<label> <weight >= 0>"),
+    (["-w1", "-2"], "-w1 -2: expected"),
     (["--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_error_bad_options(heart_file, tmp_path, capsys, flags, fragment):
@@ -408,17 +412,14 @@ def test_error_commands(capsys):
     assert_usage_error(*run(["train"], capsys), "required: data_file")
     assert_usage_error(*run(["predict", "a"], capsys), "required: model_file, output_file")
     assert_usage_error(*run(["predict", "-b", "2", "a", "b", "c"], capsys), "argument -b")
-    assert_usage_error(*run(["train", "-v", "5", "x"], capsys),
-                       "'-v 5': liblinear's n-fold cross-validation is not available")
-    assert_usage_error(*run(["train", "-v", "5", "x", "x.model"], capsys),
-                       "here -v means verbose")
 
 
 def test_help_documents_every_flag(capsys):
     rc, out, _ = run(["train", "-h"], capsys)
     assert rc == 0
     for flag in ("-s solver", "-l loss", "-c C", "--lam L", "-e tol", "-B bias",
-                 "-m max_epochs", "--seed S", "--no-shrinking", "-v", "-q", "data_file",
+                 "-m max_epochs", "--seed S", "--no-shrinking", "-v n", "-C", "--verbose",
+                 "-w i weight", "-p epsilon", "-q", "data_file",
                  "model_file"):
         assert flag in out
     assert "lam = 1/(C n)" in out
@@ -551,3 +552,50 @@ def test_options_by_name_reach_the_solver(heart_file, tmp_path, capsys):
                        "check_every must be 'auto' or an integer in [1, inf)")
     assert_usage_error(*run(["train", "-o", "check_every", path, model], capsys),
                        "expected NAME=VALUE")
+
+
+def test_cross_validation_flag(heart_file, tmp_path, capsys):
+    """-v n prints liblinear's line, with the accuracy of dualsolve.cross_validate."""
+    path, (X, y) = heart_file
+    rc, out, _ = run(["train", "-v", 5, "-c", 2, path], capsys)
+    assert rc == 0
+    acc = dualsolve.cross_validate(dualsolve.train_sdca, X, y, n_folds=5, C=2.0,
+                                   loss="logistic")
+    assert out.strip() == f"Cross Validation Accuracy = {100 * np.mean(acc):g}%"
+
+
+def test_find_C_flag(heart_file, capsys):
+    path, (X, y) = heart_file
+    rc, out, _ = run(["train", "-C", "-s", "2", "-q", path], capsys)
+    assert (rc, out) == (0, "")
+    rc, out, _ = run(["train", "-C", "-s", "2", path], capsys)
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("log2c=") and lines[-1].startswith("Best C = ")
+    assert float(lines[-2].split("\t")[0].split()[1]) == 10.0      # up to C = 1024
+    best = float(lines[-1].split()[3])
+    rates = [float(l.split("= ")[-1]) for l in lines[:-1]]
+    assert float(lines[-1].split("= ")[-1].rstrip("%")) == max(rates)
+    log2c = [float(l.split()[1]) for l in lines[:-1]]
+    assert 2.0 ** log2c[int(np.argmax(rates))] == pytest.approx(best, rel=1e-3)
+
+
+def test_class_weight_flags(heart_file, tmp_path, capsys):
+    path, (X, y) = heart_file
+    rc, _, _ = run(["train", "-w1", "3", "-w-1", "0.5", "-q", path, tmp_path / "m"], capsys)
+    assert rc == 0
+    m = dualsolve.load_model(tmp_path / "m")
+    ref = dualsolve.train_sdca(X, y, class_weight={1.0: 3.0, -1.0: 0.5})
+    np.testing.assert_array_equal(m.coef, ref.coef)
+
+
+def test_multi_class_data_trains(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    y = np.repeat([1, 2, 3], 30)
+    X[np.arange(90), y - 1] += 3
+    data = tmp_path / "three"
+    dualsolve.dump_svmlight(X, y, data)
+    rc, _, _ = run(["train", "-q", data, tmp_path / "m"], capsys)
+    assert rc == 0
+    m = dualsolve.load_model(tmp_path / "m")
+    assert m.coef.shape == (3, 3) and np.mean(m.predict(X) == y) > 0.9

@@ -112,3 +112,16 @@ def test_path_refuses_what_it_sets(heart):
         regularization_path(ds.train_sdca, X, y, lams=[1.0], C=1.0)
     with pytest.raises(ValueError, match="lams"):
         regularization_path(ds.train_sdca, X, y, lams=[])
+
+
+def test_a_grid_of_C_is_liblinear_cost(heart):
+    X, y = heart
+    n = X.shape[0]
+    by_C = regularization_path(ds.train_sdca, X, y, Cs=[0.5, 4.0], tol=1e-10)
+    by_lam = regularization_path(ds.train_sdca, X, y, lams=[1 / (0.5 * n), 1 / (4.0 * n)],
+                                 tol=1e-10)
+    for a, b in zip(by_C, by_lam):
+        assert a.params["lam"] == pytest.approx(b.params["lam"], rel=1e-15)
+        np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=1e-6)
+    with pytest.raises(TypeError, match="one of them"):
+        regularization_path(ds.train_sdca, X, y, lams=[1.0], Cs=[1.0])
