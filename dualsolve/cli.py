@@ -204,8 +204,8 @@ Objective, with n training instances and no intercept unless -B is given:
 liblinear writes the same problem as (1/2)||w||^2 + C sum_i loss(y_i, x_i.w): the two have
 the same minimiser when lam = 1/(C n), i.e. C = 1/(lam n). Default: C = 1 (lam = 1/n).
 
-Losses, with margin m = y x.w (labels: any two values, the larger one is the positive
-class +1):
+Losses, with margin m = y x.w (labels: two values, the larger one is the positive class
++1; more than two: one-vs-rest, one binary problem per class):
   logistic       log(1 + exp(-m))                     liblinear -s 0 / -s 7
   squared_hinge  max(0, 1 - m)^2                      liblinear -s 1 / -s 2
   hinge          max(0, 1 - m)                        liblinear -s 3
@@ -214,9 +214,8 @@ class +1):
 
 liblinear numbers for -s: 0 and 7 (logistic), 1 and 2 (squared_hinge), 3 (hinge) are the
 same objective as liblinear's, so the same model up to the tolerance. Not mapped, with an
-error: 4 (multi-class), 5 and 6 (L1 regularisation), 11, 12, 13 (epsilon-insensitive SVR:
-liblinear's -s 11/12 equal '-l squared -c 2C' only when its -p is 0, whose default is
-0.1), 21 (one-class SVM).
+error: 4 (Crammer-Singer; multi-class data goes one-vs-rest), 5 and 6 (L1
+regularisation), 21 (one-class SVM).
 """
 
 _TRAIN_EPILOG = """\
