@@ -7,6 +7,11 @@ Problems (binary, labels in {-1, +1}, rows L2-normalised by TF-IDF unless noted)
     ``TfidfVectorizer(ngram_range=(1, 2))`` fitted on all documents:
     18,846 x 1,664,476, ~410 nnz/row.  y = +1 for the 9 ``comp.*`` and ``sci.*``
     groups, -1 for the other 11.  An analogue of LIBSVM's news20.binary.
+``news20.multi``
+    The same 20 Newsgroups bydate documents with their 20 classes (y = 0..19, the sorted
+    group names), ``TfidfVectorizer(ngram_range=(1, 2))`` fitted on the 11,314 training
+    documents only (the test documents are transformed with it): a generalisation
+    benchmark for one-vs-rest, ``bench/multiclass.py``.
 ``reuters``
     Reuters-21578, ModApte split (TOPICS="YES", LEWISSPLIT in {TRAIN, TEST}):
     9,603 + 3,299 = 12,902 documents, text = TITLE + BODY, unigram
@@ -44,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-NAMES = ("news20", "reuters", "a9a", "a9a.t", "w8a")
+NAMES = ("news20", "news20.multi", "reuters", "a9a", "a9a.t", "w8a")
 
 
 def data_dir():
@@ -84,24 +89,41 @@ def _extract(tar_path, dest, members=None):
 
 # ---------------------------------------------------------------- news20 ---
 
-def _build_news20():
+def _news20_documents():
+    """(texts, group names, is_train) of the bydate train and test parts."""
     from sklearn.datasets import load_files
-    from sklearn.feature_extraction.text import TfidfVectorizer
 
-    texts, labels, is_train = [], [], []
+    texts, groups, is_train = [], [], []
     with tempfile.TemporaryDirectory(prefix="dualsolve-20news-") as tmp:
         _extract(data_dir() / "text" / "20news-bydate.tar.xz", tmp)
         for part in ("train", "test"):
             b = load_files(os.path.join(tmp, f"20news-bydate-{part}"),
                            encoding="latin1", shuffle=False)
-            names = np.asarray(b.target_names)[b.target]
-            pos = np.char.startswith(names, "comp.") | np.char.startswith(names, "sci.")
             texts.extend(b.data)
-            labels.append(np.where(pos, 1.0, -1.0))
+            groups.append(np.asarray(b.target_names)[b.target])
             is_train.append(np.full(len(b.data), part == "train"))
+    return texts, np.concatenate(groups), np.concatenate(is_train)
+
+
+def _build_news20_multi():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts, groups, is_train = _news20_documents()
+    vec = TfidfVectorizer(ngram_range=(1, 2), dtype=np.float64)
+    vec.fit([t for t, tr in zip(texts, is_train) if tr])
+    X = vec.transform(texts)
+    y = np.searchsorted(np.unique(groups), groups).astype(np.float64)
+    return _canonical(X), y, is_train
+
+
+def _build_news20():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts, groups, is_train = _news20_documents()
+    pos = np.char.startswith(groups, "comp.") | np.char.startswith(groups, "sci.")
     vec = TfidfVectorizer(ngram_range=(1, 2), dtype=np.float64)
     X = vec.fit_transform(texts)
-    return _canonical(X), np.concatenate(labels), np.concatenate(is_train)
+    return _canonical(X), np.where(pos, 1.0, -1.0), is_train
 
 
 # --------------------------------------------------------------- reuters ---
@@ -168,7 +190,8 @@ def _build_libsvm(name):
     return _canonical(X), y, np.full(X.shape[0], not name.endswith(".t"))
 
 
-_BUILDERS = {"news20": _build_news20, "reuters": _build_reuters}
+_BUILDERS = {"news20": _build_news20, "news20.multi": _build_news20_multi,
+             "reuters": _build_reuters}
 
 
 def build(name):
