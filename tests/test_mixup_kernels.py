@@ -569,3 +569,17 @@ def test_make_kernel():
     assert K.kernel_from_dots(1.0 + 1e-15, 1.0, 1.0, K.make_kernel("rbf", gamma=3.0)) == 1.0
     assert K.kernel_from_dots(-2.0, 0, 0, K.make_kernel("poly", gamma=1.0, coef0=0.5, degree=3)) == -3.375
     assert K.kernel_from_dots(2.0, 0, 0, K.make_kernel("poly", gamma=1.0, coef0=0.0, degree=0)) == 1.0
+
+
+@pytest.mark.parametrize("train", ["train_mixup_sdca", "train_kernel_sgd"])
+def test_the_column_cache_takes_float64_input_through_train(train):
+    """The driver makes X read-only while the engine runs; the cache must still build (it
+    failed with 'buffer source array is read-only' on float64 X) and give the stored
+    Gram's iterates."""
+    import dualsolve as ds
+    X, y = ds.datasets.load("heart_scale")
+    fn = getattr(ds, train)
+    kw = dict(kernel="rbf", max_epochs=5, tol=0.0, seed=1)
+    cached = fn(X, y, max_gram_mb=1e-6, **kw)
+    stored = fn(X, y, **kw)
+    np.testing.assert_allclose(cached.dual, stored.dual, rtol=1e-12, atol=1e-12)

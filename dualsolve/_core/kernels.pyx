@@ -610,7 +610,8 @@ cdef class CachedColumns(ColumnSource):
 
         # one conversion of the (small) original set to float64 data and int64 indices, so
         # the loops need no fused types; by rows and by columns
-        rdata = np.ascontiguousarray(X64.data, dtype=np.float64)
+        # a copy: X's own arrays are read-only while a solver runs, and the pointer is mutable
+        rdata = np.array(X64.data, dtype=np.float64)
         rind = X64.indices.astype(np.int64)
         rptr = X64.indptr.astype(np.int64)
         Xcsc = sp.csc_matrix(X64)
