@@ -14,7 +14,9 @@ The layout (liblinear's ``save_model`` / ``load_model``), one keyword a line::
 
 ``nr_w`` is 1 for a binary classifier (its score > 0 means ``label[0]``), a regression or a
 one-class model, and ``nr_class`` otherwise (column j scores ``label[j]``; liblinear
-predicts the label of the largest score). Numbers are written with ``%.17g``, so that
+predicts the label of the largest score). A two-class MCSVM_CS model has two columns, but
+liblinear predicts it by the sign of the first one, so we read that one (and write
+``[w, -w]``). Numbers are written with ``%.17g``, so that
 reading them back gives the same doubles.
 
 What dualsolve makes of a file (its Model):
@@ -97,27 +99,28 @@ def write_liblinear(model, path):
                          f"has {coef.shape[-1]}")
     stype = _solver_type_for(model)
     classes = model.classes
-    if classes is None:                             # regression
+    if stype == "ONECLASS_SVM":                     # classes -1, +1; no label line
+        if classes is None or len(classes) != 2 or _int_labels(classes) != [-1, 1]:
+            raise ValueError("a ONECLASS_SVM model file needs classes -1 and +1")
+        labels, W, b = None, coef[:, None], np.zeros(1)
+    elif classes is None:                           # regression
         labels, W, b = None, coef[:, None], np.array([model.intercept])
     elif coef.ndim == 1 and stype != "MCSVM_CS":    # binary: score > 0 means label[0]
         labels = [classes[1], classes[0]]
         W, b = coef[:, None], np.array([model.intercept])
     elif coef.ndim == 1:
-        # Crammer-Singer keeps a column per class even for two: [0, w] over labels
-        # [classes[0], classes[1]] picks classes[1] exactly when x.w + b > 0, as we do
-        labels = [classes[0], classes[1]]
-        W = np.column_stack([np.zeros_like(coef), coef])
-        b = np.array([0.0, model.intercept])
+        # Crammer-Singer keeps a column per class even for two, but liblinear predicts a
+        # two-class model by the sign of the first column alone: [w, -w], as its own
+        # solver's two columns are (up to rounding)
+        labels = [classes[1], classes[0]]
+        W = np.column_stack([coef, -coef])
+        b = np.array([model.intercept, -model.intercept])
     else:                                           # multi-class: our (sorted) class order
         labels, W, b = list(classes), coef.T, np.asarray(model.intercept)
     if labels is not None:
         labels = _int_labels(labels)
     bias = -1.0
-    if stype == "ONECLASS_SVM":
-        if labels is not None or classes is None or list(_int_labels(classes)) != [-1, 1]:
-            raise ValueError("a ONECLASS_SVM model file needs classes -1 and +1")
-        labels = None
-    elif np.any(b != 0.0):
+    if np.any(b != 0.0):
         bias = 1.0
         B = model.params.get("bias")
         if isinstance(B, (int, float)) and not isinstance(B, bool) and 0 < B < math.inf \
@@ -209,7 +212,9 @@ def read_liblinear(path):
         if key == "w":
             break
         if key not in ("solver_type", "nr_class", "label", "nr_feature", "bias", "rho"):
-            raise f.fail(short(key), "is not a keyword of a liblinear model file")
+            raise f.fail(key if len(key) <= 40 else key[:37] + "...",
+                         "is not a keyword of a liblinear model file (solver_type, nr_class, "
+                         "label, nr_feature, bias, rho, w)")
         if key in header:
             raise f.fail(key, "appears twice")
         if key == "label":
@@ -278,13 +283,11 @@ def read_liblinear(path):
     labels = np.array(header["label"], dtype=np.float64)
     order = np.argsort(labels)
     classes = labels[order]
-    if nr_w == 1:                   # score > 0 means label[0]
+    if nr_class == 2:
+        # score > 0 means label[0]; for Crammer-Singer's two columns too, since liblinear's
+        # predict_values decides any two-class model by the first column's sign
         sign = 1.0 if labels[0] == classes[1] else -1.0
         return dict(kwargs, coef=sign * W[:, 0], intercept=float(sign * b[0]),
-                    classes=classes)
-    if nr_class == 2:               # Crammer-Singer, two columns: their difference
-        hi, lo = order[1], order[0]
-        return dict(kwargs, coef=W[:, hi] - W[:, lo], intercept=float(b[hi] - b[lo]),
                     classes=classes)
     return dict(kwargs, coef=np.ascontiguousarray(W[:, order].T), intercept=b[order],
                 classes=classes)
