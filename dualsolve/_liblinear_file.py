@@ -187,7 +187,7 @@ def is_liblinear_file(path):
             head = fh.read(64)
     except OSError:
         return False                    # let the .npz reader raise its error
-    return head.lstrip().split(b" ", 1)[0].split(b"\t", 1)[0].rstrip() == b"solver_type"
+    return head.split(None, 1)[:1] == [b"solver_type"]
 
 
 def read_liblinear(path):

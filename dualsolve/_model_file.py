@@ -206,6 +206,9 @@ def _weights(f, arrays, classes, finite):
     model has a 1-D coef (n_features,), a 0-d intercept and a 1-D dual (n,); a model of
     k >= 3 classes a (k, n_features) coef, a (k,) intercept and an (n, k) dual."""
     coef = arrays["coef"]
+    if coef.ndim not in (1, 2):
+        raise f.fail("coef", f"must be 1-D (binary, regression) or 2-D (k classes, "
+                             f"n_features) (got shape {coef.shape})")
     k = None if classes is None else classes.shape[0]
     if coef.ndim == 2 or (k is not None and k > 2):
         if k is None or k < 3:
