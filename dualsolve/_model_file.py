@@ -187,20 +187,57 @@ def _validate(f, meta, arrays, cls):
     # A diverged run keeps its non-finite iterate (predictions are NaN, nothing crashes),
     # unless the class predicts from it in a way that needs finite numbers.
     finite = cls.file_needs_finite or meta["stop_reason"] != "diverged"
-    coef = floats(f, "coef", arrays["coef"], 1, finite)
+    classes = arrays.get("classes")
+    if classes is not None:
+        _classes(f, classes)
+    coef, intercept, dual = _weights(f, arrays, classes, finite)
+    history = _history(f, arrays["history"])
+    cls.check_file(f, meta, coef, extra, dual)
+    if coef.ndim == 1:
+        intercept = float(intercept)
+    return cls, dict(coef=coef, intercept=intercept, dual=dual, history=history,
+                     stop_reason=meta["stop_reason"], n_epochs=meta["n_epochs"],
+                     solver=meta["solver"], params=meta["params"], classes=classes,
+                     extra=extra)
+
+
+def _weights(f, arrays, classes, finite):
+    """coef, intercept and dual, with the shapes of the model's kind: a binary or regression
+    model has a 1-D coef (n_features,), a 0-d intercept and a 1-D dual (n,); a model of
+    k >= 3 classes a (k, n_features) coef, a (k,) intercept and an (n, k) dual."""
+    coef = arrays["coef"]
+    if coef.ndim not in (1, 2):
+        raise f.fail("coef", f"must be 1-D (binary, regression) or 2-D (k classes, "
+                             f"n_features) (got shape {coef.shape})")
+    k = None if classes is None else classes.shape[0]
+    if coef.ndim == 2 or (k is not None and k > 2):
+        if k is None or k < 3:
+            raise f.fail("coef", f"is 2-D {coef.shape} (a multi-class model) but the file "
+                                 f"has {'no' if k is None else k} class labels; k >= 3 "
+                                 "classes need one row each")
+        if coef.ndim != 2:
+            raise f.fail("classes", f"holds {k} labels but coef has shape {coef.shape}; a "
+                                    f"model of {k} classes has a ({k}, n_features) coef")
+        coef = floats(f, "coef", coef, 2, finite)
+        if coef.shape[0] != k:
+            raise f.fail("coef", f"has {coef.shape[0]} rows but the file has {k} classes")
+        intercept = floats(f, "intercept", arrays["intercept"], 1, finite)
+        if intercept.shape != (k,):
+            raise f.fail("intercept", f"has shape {intercept.shape}; a model of {k} classes "
+                                      f"has {k} intercepts")
+        dual = arrays.get("dual")
+        if dual is not None:
+            dual = floats(f, "dual", dual, 2, finite)
+            if dual.shape[1] != k:
+                raise f.fail("dual", f"has {dual.shape[1]} columns but the model has {k} "
+                                     "classes")
+        return coef, intercept, dual
+    coef = floats(f, "coef", coef, 1, finite)
     intercept = floats(f, "intercept", arrays["intercept"], 0, finite)
     dual = arrays.get("dual")
     if dual is not None:
         dual = floats(f, "dual", dual, 1, finite)
-    history = _history(f, arrays["history"])
-    classes = arrays.get("classes")
-    if classes is not None:
-        _classes(f, classes)
-    cls.check_file(f, meta, coef, extra, dual)
-    return cls, dict(coef=coef, intercept=float(intercept), dual=dual, history=history,
-                     stop_reason=meta["stop_reason"], n_epochs=meta["n_epochs"],
-                     solver=meta["solver"], params=meta["params"], classes=classes,
-                     extra=extra)
+    return coef, intercept, dual
 
 
 def floats(f, field, a, ndim, finite=True, dtype=np.float64):
@@ -237,12 +274,12 @@ def _history(f, h):
 
 
 def _classes(f, c):
-    if c.dtype.kind not in "biufU" or c.shape != (2,):
-        raise f.fail("classes", f"must hold the 2 class labels (got {c.dtype} with shape "
-                                f"{c.shape})")
+    if c.dtype.kind not in "biufU" or c.ndim != 1 or c.shape[0] < 2:
+        raise f.fail("classes", f"must hold the class labels, 2 or more (got {c.dtype} with "
+                                f"shape {c.shape})")
     if c.dtype.kind == "f" and not np.isfinite(c).all():
         raise f.fail("classes", "contains NaN or infinity")
-    if c[0] == c[1]:
+    if np.unique(c).shape[0] != c.shape[0]:
         raise f.fail("classes", "holds the same label twice")
 
 
@@ -254,9 +291,9 @@ def dual_length(f, dual, n, what):
 def check_linear_extra(f, meta, coef, extra, dual):
     """A linear Model's fields beyond the generic ones: n_features, its extra arrays, and
     the dual length wherever the file records the number of training rows."""
-    if coef.shape[0] != meta["n_features"]:
-        raise f.fail("coef", f"has {coef.shape[0]} entries but meta.n_features is "
-                             f"{meta['n_features']}")
+    if coef.shape[-1] != meta["n_features"]:
+        raise f.fail("coef", f"has {coef.shape[-1]} columns of weights but "
+                             f"meta.n_features is {meta['n_features']}")
     for k, a in extra.items():
         if k not in LINEAR_EXTRA:
             raise f.fail("extra__" + k, "is not an extra array of a linear Model")

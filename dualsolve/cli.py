@@ -227,9 +227,11 @@ example:
 """
 
 _PREDICT_DESCRIPTION = """\
-Predict the instances of a LIBSVM-format file with a model written by 'dualsolve train',
-writing one prediction per line to output_file: the original label values for a
-classifier (integers written as integers: 1, -1), real numbers for a regression model.
+Predict the instances of a LIBSVM-format file with a model written by 'dualsolve train'
+(or by Model.save), or with a liblinear model file (liblinear's 'train', or
+Model.save(path, format="liblinear")), writing one prediction per line to output_file: the
+original label values for a classifier (integers written as integers: 1, -1; a multi-class
+model predicts the class of the largest score), real numbers for a regression model.
 
 Then prints, unless -q, the accuracy for a classifier,
     Accuracy = 84.98% (13836/16281)
@@ -341,13 +343,16 @@ def build_parser():
                        description=_PREDICT_DESCRIPTION, formatter_class=_HelpFormatter)
     p.add_argument("-b", dest="probability", type=int, choices=(0, 1), default=0,
                    metavar="{0,1}",
-                   help="1: write probability estimates, for logistic models only: a first "
-                        "line 'labels <positive> <negative>', then '<label> <p_pos> <p_neg>' "
-                        "per instance, with p_pos = 1/(1 + exp(-x.w - b)) (default: 0)")
+                   help="1: write probability estimates, for logistic models only, as "
+                        "liblinear's predict -b 1: a first line 'labels <l1> <l2> ...', then "
+                        "'<predicted label> <p1> <p2> ...' per instance, in that label order "
+                        "(binary: the positive class first, p = 1/(1 + exp(-x.w - b)); "
+                        "multi-class: each class's sigmoid, normalised to sum 1) (default: 0)")
     p.add_argument("-q", dest="quiet", action="store_true",
                    help="quiet: do not print the accuracy / error lines or warnings")
     p.add_argument("data_file", help="data to predict, LIBSVM format (.xz, .gz, .bz2 allowed)")
-    p.add_argument("model_file", help="a model written by 'dualsolve train'")
+    p.add_argument("model_file", help="a model written by 'dualsolve train', or a liblinear "
+                                      "model file")
     p.add_argument("output_file", help="where to write the predictions, one per line")
     p.set_defaults(run=_cmd_predict)
 
@@ -679,9 +684,10 @@ def _read_model(path):
         raise CLIError(f"cannot read model file '{path}': it is a directory") from None
     except OSError as exc:
         raise CLIError(f"cannot read model file '{path}': {exc.strerror or _one_line(exc)}") from None
-    if magic != b"PK\x03\x04":
+    from dualsolve._liblinear_file import is_liblinear_file
+    if magic != b"PK\x03\x04" and not is_liblinear_file(path):
         raise CLIError(f"'{path}' is not a dualsolve model file (expected the .npz archive "
-                       "written by 'dualsolve train')")
+                       "written by 'dualsolve train', or a liblinear model file)")
     try:
         return dualsolve.load_model(path)
     except (OSError, ValueError, KeyError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
@@ -728,16 +734,23 @@ def _cmd_predict(args):
         lines = [format_label(v) for v in pred.tolist()]
     else:
         classes = _numeric_classes(model, args.model_file)
-        positive = scores > 0
-        pred = np.where(positive, classes[1], classes[0])
+        if scores.ndim == 2:
+            index = np.argmax(scores, axis=1) if scores.shape[0] else np.zeros(0, np.intp)
+        else:
+            index = (scores > 0).astype(np.intp)
+        pred = classes[index]
         names = [format_label(c) for c in classes]
         if args.probability:
-            p_pos = 1.0 / (1.0 + np.exp(-scores))
-            lines = [f"labels {names[1]} {names[0]}"]
-            lines += [f"{names[int(k)]} {p:g} {1.0 - p:g}"
-                      for k, p in zip(positive.tolist(), p_pos.tolist())]
+            # liblinear's predict -b 1: the label order of the model file (the one
+            # Model.save(format="liblinear") writes), probabilities with %g
+            from dualsolve._liblinear_file import liblinear_label_order
+            order = liblinear_label_order(model)
+            proba = model.predict_proba(X)[:, order]
+            lines = ["labels " + " ".join(names[j] for j in order)]
+            lines += [names[i] + "".join(f" {p:g}" for p in row)
+                      for i, row in zip(index.tolist(), proba.tolist())]
         else:
-            lines = [names[1] if k else names[0] for k in positive.tolist()]
+            lines = [names[i] for i in index.tolist()]
     try:
         with open(args.output_file, "w") as fh:
             fh.write("\n".join(lines))

@@ -6,12 +6,17 @@ File format (``Model.save`` / ``dualsolve.load_model``): a NumPy ``.npz`` archiv
     meta        0-d unicode array: JSON with format, model (the class), solver, params,
                 stop_reason, n_epochs, n_features, dualsolve version, and the names of
                 extra arrays
-    coef        float64 (n_features,)
-    intercept   float64 0-d
+    coef        float64 (n_features,), or (k, n_features) for k >= 3 classes
+    intercept   float64 0-d, or (k,) for k >= 3 classes
     history     structured array (epoch, time, primal, dual, gap, ...)
-    classes     the two original labels (absent for regression)
-    dual        float64 (n_samples,) dual variables (absent when saved with include_dual=False)
+    classes     the original labels: 2, or k >= 3 (absent for regression)
+    dual        float64 (n_samples,), or (n_samples, k) for k >= 3 classes: dual variables
+                (absent when saved with include_dual=False)
     extra__<k>  family-specific arrays (e.g. kernel models' support rows)
+
+The arrays are stored whatever their shape, so multi-class models need no new format
+version. ``Model.save(path, format="liblinear")`` writes liblinear's text model format
+instead, and :func:`load_model` reads both (see ``dualsolve._liblinear_file``).
 
 A family with a model class of its own (``dualsolve.mixup.KernelModel``) registers it with
 :func:`register_model_class`, so that this module imports no family.
@@ -51,13 +56,18 @@ def _jsonable(v):
 class Model:
     """A trained linear model with its dual variables and the solver's history.
 
+    Binary classifiers and regression models have one weight vector; a multi-class model
+    (k >= 3 classes, e.g. one-vs-rest) has one row of weights and one intercept per class,
+    and predicts the class of the largest score.
+
     Attributes
     ----------
-    coef : ndarray (n_features,)
-        Weights ``w`` of the decision function ``f(x) = x.w + intercept``.
-    intercept : float
+    coef : ndarray (n_features,), or (k, n_features) for k >= 3 classes
+        Weights ``w`` of the decision function ``f(x) = x.w + intercept`` (row ``j``: the
+        score of ``classes[j]``).
+    intercept : float, or ndarray (k,) for k >= 3 classes
         0 unless the model was trained with ``fit_intercept=True``.
-    dual : ndarray (n_samples,) or None
+    dual : ndarray (n_samples,) (multi-class: (n_samples, k)) or None
         Dual variables (``w = X^T dual / (lam n)`` for the SDCA family).
     history : structured ndarray
         One row per epoch with fields ``epoch, time, primal, dual, gap`` (NaN where a
@@ -73,8 +83,9 @@ class Model:
     solver : str
     params : dict
         The parameters the solver ran with (lam, loss, tol, seed, ...).
-    classes : ndarray of 2 labels or None
-        Original labels; ``classes[1]`` is the positive class. None for regression.
+    classes : ndarray of 2 or k labels, or None
+        Original labels, sorted; for a binary model ``classes[1]`` is the positive class
+        (score > 0). None for regression.
     extra : dict of ndarrays
         Family-specific arrays.
     """
@@ -85,14 +96,30 @@ class Model:
             raise ValueError(f"stop_reason must be one of {list(STOP_REASONS)}; got "
                              f"{stop_reason!r}")
         self.coef = np.asarray(coef, dtype=np.float64)
-        self.intercept = float(intercept)
+        self.classes = None if classes is None else np.asarray(classes)
+        if self.coef.ndim == 2:
+            k = self.coef.shape[0]
+            if self.classes is None or self.classes.ndim != 1 or self.classes.shape[0] != k \
+                    or k < 3:
+                got = "none" if self.classes is None else f"shape {self.classes.shape}"
+                raise ValueError(f"a 2-D coef {self.coef.shape} is a multi-class model: it "
+                                 f"needs one class label per row, k >= 3 (classes: {got}); "
+                                 "a binary model has a 1-D coef")
+            self.intercept = np.array(np.broadcast_to(np.asarray(intercept, np.float64), (k,)))
+        elif self.coef.ndim == 1:
+            if self.classes is not None and self.classes.shape != (2,):
+                raise ValueError(f"a 1-D coef is a binary or regression model, with 2 class "
+                                 f"labels or none; got classes of shape {self.classes.shape}")
+            self.intercept = float(intercept)
+        else:
+            raise ValueError(f"coef must be 1-D (binary, regression) or 2-D (k classes, "
+                             f"n_features); got shape {self.coef.shape}")
         self.dual = None if dual is None else np.asarray(dual, dtype=np.float64)
         self.history = make_history([]) if history is None else history
         self.stop_reason = stop_reason
         self.n_epochs = int(n_epochs)
         self.solver = solver
         self.params = dict(params or {})
-        self.classes = None if classes is None else np.asarray(classes)
         self.extra = dict(extra or {})
 
     @property
@@ -101,7 +128,12 @@ class Model:
 
     @property
     def n_features(self):
-        return self.coef.shape[0]
+        return self.coef.shape[-1]
+
+    @property
+    def multiclass(self):
+        """True for a model of k >= 3 classes (2-D ``coef``)."""
+        return self.coef.ndim == 2
 
     def __repr__(self):
         last = self.history[-1] if len(self.history) else None
@@ -110,10 +142,20 @@ class Model:
                 f"stop_reason={self.stop_reason!r}, n_epochs={self.n_epochs}{gap})")
 
     def decision_function(self, X):
-        """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features).
+        """Scores ``X @ coef + intercept`` for a sparse or dense ``X`` (n, n_features):
+        shape (n,), or (n, k) for a multi-class model (column j: ``classes[j]``).
 
-        X is validated like training data (NaN or inf, a broken CSR structure: ValueError)."""
+        X must have exactly n_features columns (``dualsolve predict`` pads or cuts a data
+        file's columns instead). X is validated like training data (NaN or inf, a broken
+        CSR structure: ValueError)."""
         Xc = check_predict_input(X, self.n_features)
+        if self.coef.ndim == 2:
+            if Xc is None:
+                return np.zeros((0, self.coef.shape[0]))
+            scores = np.asarray(Xc.source @ self.coef.T, dtype=np.float64)
+            if np.any(self.intercept != 0.0):
+                scores += self.intercept
+            return scores
         if Xc is None:
             return np.zeros(0)
         scores = np.asarray(Xc.source @ self.coef, dtype=np.float64).ravel()
@@ -122,11 +164,45 @@ class Model:
         return scores
 
     def predict(self, X):
-        """Class labels (``classes[1]`` where the score is > 0) or, for regression, scores."""
+        """Class labels (binary: ``classes[1]`` where the score is > 0; multi-class: the
+        class of the largest score, the first in ``classes`` on a tie) or, for regression,
+        scores."""
         scores = self.decision_function(X)
         if self.classes is None:
             return scores
+        if scores.ndim == 2:
+            return self.classes[np.argmax(scores, axis=1)] if scores.shape[0] else \
+                self.classes[:0]
         return self.classes[(scores > 0).astype(np.intp)]
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n, n_classes), columns in ``classes`` order, for a
+        model trained with the logistic loss (``params["loss"] == "logistic"``).
+
+        Binary: ``[1 - sigmoid(s), sigmoid(s)]`` for the score s (each computed directly,
+        no cancellation). Multi-class (one-vs-rest): each class's ``sigmoid(s_j)``,
+        normalised to sum 1 per row, as liblinear's ``predict_probability``; computed in
+        log space, so very negative scores give the limit instead of 0/0.
+        ValueError for a model of another loss or a regression model."""
+        loss = self.params.get("loss")
+        if self.classes is None or loss != "logistic":
+            what = "a regression model" if self.classes is None else f"loss {loss!r}"
+            raise ValueError(f"predict_proba needs a classifier trained with "
+                             f"loss='logistic'; this model has {what}, whose scores are "
+                             "not probabilities (use decision_function, or train with "
+                             "loss='logistic')")
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            from scipy.special import expit
+            return np.column_stack([expit(-scores), expit(scores)])
+        # log sigmoid(s) = -log(1 + exp(-s)); normalise exp of it row by row
+        logp = -np.logaddexp(0.0, -scores)
+        if logp.shape[0] == 0:
+            return logp
+        logp -= logp.max(axis=1, keepdims=True)
+        p = np.exp(logp)
+        p /= p.sum(axis=1, keepdims=True)
+        return p
 
     #: a model file of this class must hold finite numbers even when the run diverged
     file_needs_finite = False
@@ -138,8 +214,21 @@ class Model:
         from ._model_file import check_linear_extra
         check_linear_extra(f, meta, coef, extra, dual)
 
-    def save(self, path, include_dual=True):
-        """Write the model to ``path`` (``.npz`` format; see the module docstring)."""
+    def save(self, path, include_dual=True, format="dualsolve"):
+        """Write the model to ``path``.
+
+        format="dualsolve" (default): the ``.npz`` format of the module docstring, which
+        keeps everything (history, dual variables, params). format="liblinear": liblinear's
+        text model format (solver_type, nr_class, label, nr_feature, bias, w), which
+        liblinear's ``load_model`` and ``predict`` read; weights and intercept only (see
+        ``dualsolve._liblinear_file`` and docs/api.md for the solver_type of each loss).
+        """
+        if format == "liblinear":
+            from ._liblinear_file import write_liblinear
+            write_liblinear(self, path)
+            return
+        if format != "dualsolve":
+            raise ValueError(f"format must be 'dualsolve' or 'liblinear'; got {format!r}")
         meta = dict(format=FORMAT, model=type(self).__name__, solver=self.solver,
                     params=_jsonable(self.params),
                     stop_reason=self.stop_reason, n_epochs=self.n_epochs,
@@ -185,12 +274,18 @@ def check_predict_input(X, n_features):
 
 
 def load_model(path):
-    """Read a model written by :meth:`Model.save`.
+    """Read a model written by :meth:`Model.save`, in either format: our ``.npz`` archive,
+    or a liblinear text model file (recognised by its first word, ``solver_type``; written
+    by liblinear's ``save_model`` or by ``Model.save(path, format="liblinear")``).
 
     The file is untrusted input: every entry is validated before use (see
-    ``dualsolve._model_file``), so a damaged or forged file raises a one-line ValueError
-    naming the file and the field. OSError when the file cannot be opened.
+    ``dualsolve._model_file`` and ``dualsolve._liblinear_file``), so a damaged or forged
+    file raises a one-line ValueError naming the file and the field. OSError when the file
+    cannot be opened.
     """
+    from ._liblinear_file import is_liblinear_file, read_liblinear
+    if is_liblinear_file(path):
+        return Model(**read_liblinear(path))
     cls, kwargs = read_model(path, MODEL_CLASSES)
     return cls(**kwargs)
 
@@ -218,6 +313,9 @@ def warm_start_coef(warm_start, d):
     if warm_start is None:
         return np.zeros(d)
     if isinstance(warm_start, Model):
+        if warm_start.coef.ndim != 1:
+            raise ValueError(f"warm_start is a multi-class model ({warm_start.coef.shape[0]} "
+                             "rows of coefficients); start a binary solver from one row")
         warm_start = warm_start.coef
     try:
         x0 = np.array(warm_start, dtype=np.float64, copy=True).ravel()
@@ -240,6 +338,9 @@ def warm_start_dual(warm_start, n):
     if isinstance(warm_start, Model):
         if warm_start.dual is None:
             raise ValueError("warm_start model has no dual variables (saved without them?)")
+        if warm_start.dual.ndim != 1:
+            raise ValueError("warm_start is a multi-class model (one column of dual "
+                             "variables per class); start a binary solver from one column")
         warm_start = warm_start.dual
     alpha = np.array(warm_start, dtype=np.float64, copy=True).ravel()
     if alpha.shape[0] != n:

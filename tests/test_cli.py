@@ -245,6 +245,86 @@ def test_predict_probabilities_for_logistic(heart_file, tmp_path, capsys):
     np.testing.assert_array_equal(table[:, 0], model.predict(X))
 
 
+def read_probabilities(path):
+    """A ``predict -b 1`` output file: (header labels, predicted labels, probabilities)."""
+    lines = read_lines(path)
+    assert lines[0].startswith("labels ")
+    rows = [line.split() for line in lines[1:]]
+    return (lines[0].split()[1:], [r[0] for r in rows],
+            np.array([r[1:] for r in rows], dtype=float))
+
+
+def liblinear_probabilities(llu, ll_model, X, y):
+    """What liblinear's predict -b 1 writes (its Python API, formatted as predict.c)."""
+    labels, _, probs = llu.predict(y, X, ll_model, "-b 1 -q")
+    return ([str(v) for v in ll_model.get_labels()], [f"{v:g}" for v in labels],
+            np.array(probs))
+
+
+def test_predict_with_a_liblinear_model_file(heart_file, tmp_path, capsys):
+    """A model file of liblinear's own train: dualsolve predict gives liblinear's labels,
+    accuracy line, and -b 1 output (header, labels, probabilities to print precision)."""
+    llu = pytest.importorskip("liblinear.liblinearutil")
+    path, (X, y) = heart_file
+    ll = llu.train(y, X, "-s 0 -B 1 -q")
+    llu.save_model(str(tmp_path / "ll.model"), ll)
+    labels, (acc, _, _), _ = llu.predict(y, X, ll, "-q")
+    rc, out, err = run(["predict", path, tmp_path / "ll.model", tmp_path / "o"], capsys)
+    assert rc == 0 and err == ""
+    assert read_lines(tmp_path / "o") == [f"{v:g}" for v in labels]
+    correct = int(np.count_nonzero(np.array(labels) == y))
+    assert out == f"Accuracy = {100 * correct / 270:.2f}% ({correct}/270)\n"
+    assert abs(100 * correct / 270 - acc) < 1e-9
+    rc, out, _ = run(["predict", "-b", 1, path, tmp_path / "ll.model", tmp_path / "p"], capsys)
+    assert rc == 0
+    header, pred, prob = read_probabilities(tmp_path / "p")
+    ll_header, ll_pred, ll_prob = liblinear_probabilities(llu, ll, X, y)
+    assert header == ll_header == ["1", "-1"] and pred == ll_pred
+    np.testing.assert_allclose(prob, ll_prob, rtol=5e-6, atol=1e-300)   # %g: 6 digits
+
+
+def test_predict_multiclass_probabilities_like_liblinear(heart_file, tmp_path, capsys):
+    """A three-class logistic model (one-vs-rest over train_sdca, saved in both formats):
+    predict and predict -b 1 as liblinear's predict gives on its liblinear file."""
+    llu = pytest.importorskip("liblinear.liblinearutil")
+    path, (X, y) = heart_file
+    age = X[:, 0].toarray().ravel()
+    y3 = np.where(y < 0, 0.0, np.where(age < np.median(age), 1.0, 2.0))
+    data = tmp_path / "heart3"
+    dump_svmlight(X, y3, data)
+    coef, intercept = [], []
+    for c in (0.0, 1.0, 2.0):
+        m = ds.train_sdca(X, np.where(y3 == c, 1.0, -1.0), fit_intercept=True, tol=1e-8)
+        coef.append(m.coef)
+        intercept.append(m.intercept)
+    model = ds.Model(np.array(coef), np.array(intercept), classes=[0.0, 1.0, 2.0],
+                     params=dict(loss="logistic"), solver="sdca")
+    model.save(tmp_path / "m.npz")
+    model.save(tmp_path / "m.txt", format="liblinear")
+    ll = llu.load_model(str(tmp_path / "m.txt"))
+    ll_header, ll_pred, ll_prob = liblinear_probabilities(llu, ll, X, y3)
+    for model_file in ("m.npz", "m.txt"):
+        rc, out, _ = run(["predict", data, tmp_path / model_file, tmp_path / "o"], capsys)
+        assert rc == 0 and ACCURACY.search(out)
+        assert read_lines(tmp_path / "o") == ll_pred
+        rc, _, _ = run(["predict", "-b", 1, data, tmp_path / model_file, tmp_path / "p"],
+                       capsys)
+        assert rc == 0
+        header, pred, prob = read_probabilities(tmp_path / "p")
+        assert header == ll_header == ["0", "1", "2"] and pred == ll_pred
+        np.testing.assert_allclose(prob, ll_prob, rtol=5e-6)
+        np.testing.assert_allclose(prob.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_predict_rejects_a_damaged_liblinear_file(heart_file, tmp_path, capsys):
+    path, _ = heart_file
+    bad = tmp_path / "bad.model"
+    bad.write_text("solver_type L2R_LR\nnr_class 2\nlabel 1 -1\nnr_feature 1000000000000\n"
+                   "bias -1\nw\n1\n")
+    assert_usage_error(*run(["predict", path, bad, tmp_path / "o"], capsys),
+                       "not a readable dualsolve model file", "field 'nr_feature'")
+
+
 def test_regression_round_trip(tmp_path, capsys):
     X, y = load("kin8nm")
     train, test = tmp_path / "kin.tr", tmp_path / "kin.te"

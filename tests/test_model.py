@@ -63,8 +63,13 @@ def test_load_rejects_other_files(tmp_path):
     with pytest.raises(ValueError, match="not a dualsolve model"):
         ds.load_model(p)
     t = tmp_path / "x.txt"
-    t.write_text("solver_type L2R_LR\n")
+    t.write_text("some text\n")
     with pytest.raises(ValueError, match="not a dualsolve model"):
+        ds.load_model(t)
+    # a file starting with liblinear's first keyword is read as a liblinear model file
+    # (tests/test_liblinear_format.py); this one stops after its first line
+    t.write_text("solver_type L2R_LR\n")
+    with pytest.raises(ValueError, match="field 'w' is missing .*truncated liblinear"):
         ds.load_model(t)
 
 

@@ -488,3 +488,48 @@ def test_forged_kernel_indptr_does_not_crash_predict(tmp_path):
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])   # < 0: a signal
     assert proc.stdout.startswith("ValueError:"), proc.stdout
     assert "field 'extra__X_indptr'" in proc.stdout and "m.npz" in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------
+# multi-class models: coef (k, d), intercept (k,), k classes, dual (n, k)
+
+
+@pytest.fixture(scope="module")
+def multiclass(heart):
+    X, y = heart
+    rng = np.random.default_rng(0)
+    return ds.Model(rng.standard_normal((3, 13)), rng.standard_normal(3),
+                    dual=rng.standard_normal((270, 3)), classes=np.array([1.0, 2.0, 3.0]),
+                    solver="ovr", params=dict(loss="logistic"), stop_reason="converged")
+
+
+def test_multiclass_round_trip(multiclass, heart, tmp_path):
+    multiclass.save(tmp_path / "m.npz")
+    m2 = ds.load_model(tmp_path / "m.npz")
+    for attr in ("coef", "intercept", "dual", "classes"):
+        a, b = getattr(multiclass, attr), getattr(m2, attr)
+        assert a.shape == b.shape and a.tobytes() == b.tobytes(), attr
+    np.testing.assert_array_equal(m2.predict(heart[0]), multiclass.predict(heart[0]))
+    np.testing.assert_array_equal(m2.predict_proba(heart[0]), multiclass.predict_proba(heart[0]))
+
+
+MULTICLASS_CASES = {
+    "coef rows": (setitem("coef", np.zeros((4, 13))), "coef"),
+    "coef 1-D": (setitem("coef", np.zeros(13)), "classes"),
+    "coef 3-D": (setitem("coef", np.zeros((3, 13, 1))), "coef"),
+    "coef columns": (setitem("coef", np.zeros((3, 12))), "coef"),
+    "intercept 0-d": (setitem("intercept", np.array(0.0)), "intercept"),
+    "intercept length": (setitem("intercept", np.zeros(2)), "intercept"),
+    "intercept NaN": (setitem("intercept", np.array([0.0, np.nan, 0.0])), "intercept"),
+    "dual 1-D": (setitem("dual", np.zeros(270)), "dual"),
+    "dual columns": (setitem("dual", np.zeros((270, 2))), "dual"),
+    "classes missing": (delete("classes"), "coef"),
+    "classes 2": (setitem("classes", np.array([1.0, 2.0])), "coef"),
+    "classes repeated": (setitem("classes", np.array([1.0, 2.0, 1.0])), "classes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MULTICLASS_CASES))
+def test_damaged_multiclass_model(case, multiclass, tmp_path):
+    change, field = MULTICLASS_CASES[case]
+    assert_refused(forged(multiclass, tmp_path, change), field)
