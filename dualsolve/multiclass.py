@@ -4,13 +4,14 @@ With k > 2 classes, ``train_*`` solves k binary problems, class c (+1) against t
 (-1), each one certified by the solver's own criterion at ``tol``, and returns one Model:
 
 * ``coef`` of shape (k, n_features) and ``intercept`` of shape (k,), row c for
-  ``classes[c]`` (sorted); ``dual`` of shape (k, n) when the solver keeps dual variables;
+  ``classes[c]`` (sorted); ``dual`` of shape (n, k) when the solver keeps dual variables;
 * ``predict`` gives the class of the largest score;
 * ``stop_reason``: ``"converged"`` when every class converged, else the first of
   interrupted / callback / diverged / max_epochs that a class ended with;
   ``params["class_stop_reasons"]`` and ``params["class_n_epochs"]`` say per class what
   happened and ``n_epochs`` is their sum (the cost of the fit); ``history`` holds every
-  class's rows with a leading ``class`` column (the class index).
+  class's rows with a last ``class`` column (the class index, as a float like the other
+  columns).
 
 The callback sees ``info["class"]`` (the class index); returning True stops the whole fit.
 ``warm_start`` may be a one-vs-rest Model of the same classes (its row c starts class c).
@@ -29,15 +30,19 @@ def fit_one_vs_rest(solver, p, options, run):
     """k binary fits of ``solver`` on the validated problem ``p`` (``p.codes`` set) with
     ``run(solver, problem, options) -> Model``; returns the combined Model."""
     k = p.classes.shape[0]
+    if solver.family == "mixup":
+        raise ValueError(f"{solver.function_name} takes two classes (y has {k}: "
+                         f"{p.classes[:5].tolist()}...); one-vs-rest kernel models are not "
+                         "available yet: train one model per class against the rest")
     starts = _warm_starts(p.warm_start, p.classes)
     models = []
     for c in range(k):
         sub = dataclasses.replace(
             p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]),
             codes=None, warm_start=starts[c], callback=_for_class(p.callback, c),
-            label=f" (class {p.classes[c]!r} vs rest)")
+            label=f" (class {p.classes[c].item()!r} vs rest)")
         if p.verbose:
-            print(f"{solver.function_name}: class {p.classes[c]!r} ({c + 1}/{k}) vs rest")
+            print(f"{solver.function_name}: class {p.classes[c].item()!r} ({c + 1}/{k}) vs rest")
         try:
             model = run(solver, sub, options)
         except BaseException as exc:      # Ctrl-C or the callback's exception: keep what ran
@@ -72,7 +77,7 @@ def _warm_starts(warm_start, classes):
                          f"{None if warm_start.classes is None else warm_start.classes.tolist()}")
     intercepts = np.broadcast_to(np.asarray(warm_start.intercept, dtype=float), (k,))
     return [Model(coef=warm_start.coef[c], intercept=float(intercepts[c]),
-                  dual=None if warm_start.dual is None else warm_start.dual[c],
+                  dual=None if warm_start.dual is None else warm_start.dual[:, c],
                   classes=np.array([-1.0, 1.0]), solver=warm_start.solver,
                   params=warm_start.params) for c in range(k)]
 
@@ -84,12 +89,12 @@ def combine(models, classes, n_features):
     coef = np.zeros((k, n_features))
     intercept = np.zeros(k)
     has_dual = all(m.dual is not None for m in models)
-    dual = np.zeros((k, first.dual.shape[0])) if has_dual else None
+    dual = np.zeros((first.dual.shape[0], k)) if has_dual else None
     for c, m in enumerate(models):
         coef[c] = m.coef
         intercept[c] = m.intercept
         if has_dual:
-            dual[c] = m.dual
+            dual[:, c] = m.dual
     reasons = [m.stop_reason for m in models]
     stop = next(r for r in _PRECEDENCE if r in reasons)
     params = dict(first.params)
@@ -101,9 +106,9 @@ def combine(models, classes, n_features):
 
 
 def _histories(models):
-    """Every class's history rows, with the class index as a leading column."""
+    """Every class's history rows, with the class index as a last column."""
     base = models[0].history.dtype
-    dtype = np.dtype([("class", np.int64)] + [(n, base[n]) for n in base.names])
+    dtype = np.dtype([(n, base[n]) for n in base.names] + [("class", np.float64)])
     out = np.zeros(sum(len(m.history) for m in models), dtype=dtype)
     at = 0
     for c, m in enumerate(models):
