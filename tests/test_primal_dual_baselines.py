@@ -13,6 +13,7 @@ The twins use NumPy only (no dualsolve code besides the row stream).
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -557,7 +558,9 @@ def test_a_failed_allocation_in_the_engine_is_a_memory_error():
             except MemoryError as exc:
                 print("MemoryError:", exc)
     ''')
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # from a neutral folder: in a checkout, the source tree would shadow the installed package
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 2, r.stdout

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 
@@ -826,7 +827,9 @@ def test_a_failed_allocation_in_the_engine_is_a_memory_error():
         except MemoryError as exc:
             print("MemoryError:", exc)
     ''')
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # from a neutral folder: in a checkout, the source tree would shadow the installed package
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == ("MemoryError: train_spdc ran out of memory on X with 3 rows and 2 "
                                 "features (a float64 vector of n_features takes 0.00 GiB)"), r.stdout
