@@ -22,11 +22,11 @@ from ._core import status as _status
 from ._monitor import EpochMonitor
 from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Real, validate)
 from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
-                          check_regularization, check_seed, check_weights)
+                          check_loss_param, check_regularization, check_seed, check_weights)
 from .model import Model, make_history
 
 #: losses of regression problems (real targets); the others classify two classes
-REGRESSION_LOSSES = ("squared",)
+REGRESSION_LOSSES = _losses.REGRESSION_LOSSES
 
 #: the parameters every solver takes, and their constraints (defaults are per solver)
 COMMON = {
@@ -80,7 +80,7 @@ class Problem:
     y: np.ndarray               # float64: -1/+1, soft labels in [-1, 1], or real targets
     classes: Optional[np.ndarray]
     loss: str
-    loss_param: float           # the loss table's parameter (smoothing width)
+    loss_param: float           # the loss table's parameter (smoothing width, epsilon)
     lam: float
     tol: float
     max_epochs: int
@@ -208,16 +208,14 @@ def prepare(solver, args):
 
 
 def _check_loss(solver, args):
-    loss, smoothing = args.get("loss", solver.losses[0]), args.get("smoothing")
+    loss = args.get("loss", solver.losses[0])
     if not isinstance(loss, str):
         raise TypeError(f"loss must be a string, one of {list(solver.losses)}; got "
                         f"{type(loss).__name__}")
     if loss not in solver.losses:
         raise ValueError(f"unknown loss {loss!r} for {solver.function_name}: loss must be one "
                          f"of {list(solver.losses)}")
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    return _losses.check_loss(loss, smoothing)
+    return check_loss_param(loss, args.get("smoothing"), args.get("epsilon"))
 
 
 class _read_only:

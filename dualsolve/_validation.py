@@ -342,9 +342,30 @@ def warn_not_converged(solver, n_epochs, gap, tol_abs):
                   ConvergenceWarning, stacklevel=3)
 
 
-def check_loss_and_labels(loss, smoothing, allowed, y, n_samples, solver, why=""):
-    """Validate a loss name among ``allowed`` (and ``smoothing``, for the smoothed hinge
-    only), then the labels for it: real targets for ``"squared"``, two classes otherwise.
+def check_loss_param(loss, smoothing=None, epsilon=None):
+    """The loss table's ``(loss, param)`` for a known loss name and its keyword parameter:
+    ``smoothing`` (smoothed hinge only) or ``epsilon`` (the epsilon-insensitive losses only),
+    each validated here once (a ValueError / TypeError names the keyword)."""
+    from ._core import losses as _losses
+    given = {"smoothing": smoothing, "epsilon": epsilon}
+    own = _losses.PARAM_NAME.get(loss)
+    for key, value in given.items():
+        if value is None or key == own:
+            continue
+        takers = [name for name, k in _losses.PARAM_NAME.items() if k == key]
+        only = " or ".join(f"loss={name!r}" for name in takers)
+        raise ValueError(f"{key} applies to {only} only; got loss={loss!r}")
+    param = given[own] if own is not None else None
+    if param is not None and (isinstance(param, bool) or not isinstance(param, numbers.Real)):
+        raise TypeError(f"{own} must be a real number; got {type(param).__name__}")
+    return _losses.check_loss(loss, param)
+
+
+def check_loss_and_labels(loss, smoothing, allowed, y, n_samples, solver, why="",
+                          epsilon=None):
+    """Validate a loss name among ``allowed`` (and its parameter: ``smoothing`` for the
+    smoothed hinge, ``epsilon`` for the epsilon-insensitive losses), then the labels for it:
+    real targets for the regression losses, two classes otherwise.
     Returns ``(loss, param, y_checked, classes)`` with ``(loss, param)`` from the loss table."""
     from ._core import losses as _losses
     if not isinstance(loss, str):
@@ -352,8 +373,7 @@ def check_loss_and_labels(loss, smoothing, allowed, y, n_samples, solver, why=""
     if loss not in allowed:
         raise ValueError(f"unknown loss {loss!r} for {solver}: loss must be one of "
                          f"{list(allowed)}" + (f" ({why})" if why else ""))
-    if smoothing is not None and loss != "smooth_hinge":
-        raise ValueError(f"smoothing applies to loss='smooth_hinge' only; got loss={loss!r}")
-    loss, param = _losses.check_loss(loss, smoothing)
-    y_checked, classes = check_labels(y, n_samples, "regression" if loss == "squared" else "binary")
+    loss, param = check_loss_param(loss, smoothing, epsilon)
+    task = "regression" if loss in _losses.REGRESSION_LOSSES else "binary"
+    y_checked, classes = check_labels(y, n_samples, task)
     return loss, param, y_checked, classes

@@ -60,6 +60,9 @@ LIBLINEAR_SOLVERS = {
     2: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (primal)
     3: ("sdca", "hinge"),           # L2-regularised L1-loss SVC (dual)
     7: ("sdca", "logistic"),        # L2-regularised logistic regression (dual)
+    11: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (primal)
+    12: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (dual)
+    13: ("sdca", "epsilon_insensitive"),            # L2-regularised L1-loss SVR (dual)
 }
 # liblinear -s numbers with no equivalent here, and why.
 LIBLINEAR_REJECTED = {
@@ -67,14 +70,6 @@ LIBLINEAR_REJECTED = {
        "data is trained one-vs-rest by every classifier, as liblinear's -s 1 does (-s 1)",
     5: "liblinear -s 5 is L1-regularised; dualsolve's objectives are L2-regularised",
     6: "liblinear -s 6 is L1-regularised; dualsolve's objectives are L2-regularised",
-    11: "liblinear -s 11 is L2-loss SVR, C sum max(0, |y - w.x| - p)^2 with p = 0.1 by "
-        "default: an epsilon-insensitive loss dualsolve does not have. Only with -p 0 is it "
-        "ridge regression; then use '-l squared -c 2C' (our squared loss is (y - w.x)^2 / 2)",
-    12: "liblinear -s 12 is L2-loss SVR (dual of -s 11), with an epsilon-insensitive loss "
-        "dualsolve does not have. Only with -p 0 is it ridge regression; then use "
-        "'-l squared -c 2C' (our squared loss is (y - w.x)^2 / 2)",
-    13: "liblinear -s 13 is L1-loss SVR, C sum max(0, |y - w.x| - p): an absolute, "
-        "epsilon-insensitive loss dualsolve does not have",
     21: "liblinear -s 21 is the one-class SVM, which dualsolve does not have",
 }
 
@@ -211,8 +206,11 @@ Losses, with margin m = y x.w (labels: two values, the larger one is the positiv
   hinge          max(0, 1 - m)                        liblinear -s 3
   smooth_hinge   1 - m - 1/4 if m < 1/2; (1 - m)^2 if 1/2 <= m < 1; 0 if m >= 1
   squared        (y - x.w)^2 / 2, y real (ridge regression)
+  squared_epsilon_insensitive   max(0, |y - x.w| - p)^2   liblinear -s 11 / -s 12
+  epsilon_insensitive           max(0, |y - x.w| - p)     liblinear -s 13
 
-liblinear numbers for -s: 0 and 7 (logistic), 1 and 2 (squared_hinge), 3 (hinge) are the
+liblinear numbers for -s: 0 and 7 (logistic), 1 and 2 (squared_hinge), 3 (hinge), 11 and 12
+(squared_epsilon_insensitive), 13 (epsilon_insensitive, with -p) are the
 same objective as liblinear's, so the same model up to the tolerance. Not mapped, with an
 error: 4 (Crammer-Singer; multi-class data goes one-vs-rest), 5 and 6 (L1
 regularisation), 21 (one-class SVM).
@@ -279,7 +277,7 @@ def build_parser():
     t.add_argument("-s", dest="solver", type=_solver, default=None, metavar="solver",
                    help="a solver name (every train_* of the package; 'dualsolve solvers' "
                         "lists them with their losses and options), or a liblinear number "
-                        f"0, 1, 2, 3, 7 (see above). Default: {DEFAULT_SOLVER} with "
+                        f"0, 1, 2, 3, 7, 11, 12, 13 (see above). Default: {DEFAULT_SOLVER} with "
                         f"{DEFAULT_LOSS} loss")
     t.add_argument("-l", dest="loss", choices=losses, default=None, metavar="loss",
                    help=f"loss: {', '.join(losses)}, as the solver accepts (default: the "

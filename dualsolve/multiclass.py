@@ -31,9 +31,11 @@ def fit_one_vs_rest(solver, p, options, run):
     ``run(solver, problem, options) -> Model``; returns the combined Model."""
     k = p.classes.shape[0]
     if solver.family == "mixup":
-        raise ValueError(f"{solver.function_name} takes two classes (y has {k}: "
-                         f"{p.classes[:5].tolist()}...); one-vs-rest kernel models are not "
-                         "available yet: train one model per class against the rest")
+        raise ValueError(f"{solver.function_name} takes two classes: y has {k} distinct values "
+                         f"({', '.join(map(repr, p.classes[:5].tolist()))}"
+                         f"{', ...' if k > 5 else ''}); one-vs-rest kernel models are not "
+                         "available yet (train one model per class against the rest; soft "
+                         "labels in [-1, 1]: train_mixup_sdca(..., soft_labels=True))")
     starts = _warm_starts(p.warm_start, p.classes)
     models = []
     for c in range(k):

@@ -455,8 +455,7 @@ def test_errors(method):
     f = SOLVERS[method]
     with pytest.raises(ValueError, match="y has a single class"):
         f(X, np.ones(60))
-    with pytest.raises(ValueError, match="y has 3 distinct values"):
-        f(X, np.arange(60) % 3)
+    assert f(X, np.arange(60) % 3, max_epochs=1, tol=0).coef.shape == (3, 5)    # one-vs-rest
     with pytest.raises(ValueError, match="y has 59 labels"):
         f(X, y[:59])
     with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):

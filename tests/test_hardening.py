@@ -331,8 +331,8 @@ def test_cli_cost_out_of_range(heart_file, tmp_path):
 
 
 def test_cli_liblinear_cross_validation_flag(heart_file, tmp_path):
-    assert_one_line_failure(*run_cli("train", "-v", "5", str(heart_file),
-                                     str(tmp_path / "m.model")), "'-v 5'")
+    rc, out, err = run_cli("train", "-v", "5", str(heart_file))
+    assert rc == 0 and out.startswith("Cross Validation Accuracy = "), (rc, out, err)
 
 
 def test_cli_damaged_model_files(heart_file, tmp_path):

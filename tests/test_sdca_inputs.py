@@ -166,7 +166,7 @@ def test_labels_outside_the_allowed_values(heart):
     X, y = heart
     y3 = y.copy()
     y3[:10] = 7
-    bad(r"y has 3 distinct values", X, y3)
+    assert ds.train_sdca(X, y3).coef.shape == (3, X.shape[1])          # one-vs-rest
     bad(r"y must be numeric", X, np.array(["a"] * X.shape[0]), exc=TypeError, loss="squared")
 
 

@@ -25,6 +25,17 @@ Base losses (``param`` is the loss's one parameter, the paper's gamma_sm for the
     LOSS_SMOOTH_HINGE   phi0(s) = 1 - s - param/2 if s < 1 - param; (1 - s)^2/(2 param) if s < 1; 0
     LOSS_HINGE          phi0(s) = max(0, 1 - s)
     LOSS_SQUARED        phi(s; y) = (s - y)^2 / 2
+
+Regression losses with the insensitivity ``param = eps >= 0`` (liblinear's ``-p``), any real y:
+
+    LOSS_EPS_INSENSITIVE          phi(s; y) = max(0, |s - y| - eps)     (liblinear -s 13)
+    LOSS_SQUARED_EPS_INSENSITIVE  phi(s; y) = max(0, |s - y| - eps)^2   (liblinear -s 11 / -s 12)
+
+Both conjugate terms are ``h(a; y) = -a y + eps |a| + (g/2) a^2``: ``g = 0`` on ``|a| <= 1``
+for the first (the conjugate of max(0, |t| - eps) is eps |u| on |u| <= 1), ``g = 1/2`` on the
+whole line for the second (that of max(0, |t| - eps)^2 is eps |u| + u^2 / 4). The exact step
+is a soft threshold: ``a = sign(b) max(0, |b| - eps) / (A + g)`` with ``b = y - z + A a0``,
+clipped to the domain.
 """
 from libc.math cimport exp, log, log1p, fabs, INFINITY, HUGE_VAL
 
@@ -34,11 +45,14 @@ cdef enum:
     LOSS_SMOOTH_HINGE = 2
     LOSS_HINGE = 3
     LOSS_SQUARED = 4
+    LOSS_EPS_INSENSITIVE = 5
+    LOSS_SQUARED_EPS_INSENSITIVE = 6
 
 
 ctypedef struct Loss:
     int kind
-    double param      # smoothing of smooth hinge, scale of squared hinge; unused otherwise
+    double param      # smoothing of smooth hinge, scale of squared hinge, eps of the
+                      # epsilon-insensitive losses; unused otherwise
 
 
 # ---------------------------------------------------------------------------------------
@@ -97,6 +111,22 @@ cdef inline double _smooth_hinge0_deriv(double s, double g) noexcept nogil:
     return (s - 1.0) / g
 
 
+cdef inline double _eps_excess(double s, double y, double eps) noexcept nogil:
+    """max(0, |s - y| - eps)."""
+    cdef double t = fabs(s - y) - eps
+    return t if t > 0.0 else 0.0
+
+
+cdef inline double _eps_excess_signed(double s, double y, double eps) noexcept nogil:
+    """sign(s - y) max(0, |s - y| - eps): the derivative of max(0, |s - y| - eps)^2 / 2."""
+    cdef double t = s - y
+    if t > eps:
+        return t - eps
+    if t < -eps:
+        return t + eps
+    return 0.0
+
+
 # ---------------------------------------------------------------------------------------
 # value and derivative in the score s
 
@@ -129,12 +159,17 @@ cdef inline double loss_value(const Loss* L, double s, double y) noexcept nogil:
         if s > -1.0:
             t += c2 * (1.0 + s)
         return t
-    # LOSS_SQUARED
-    return 0.5 * (s - y) * (s - y)
+    if L.kind == LOSS_SQUARED:
+        return 0.5 * (s - y) * (s - y)
+    t = _eps_excess(s, y, L.param)
+    if L.kind == LOSS_EPS_INSENSITIVE:
+        return t
+    return t * t
 
 
 cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
-    """d phi(s; y) / ds (for hinge: the subgradient -c1 [s < 1] + c2 [s > -1])."""
+    """d phi(s; y) / ds (for hinge: the subgradient -c1 [s < 1] + c2 [s > -1]; for the
+    epsilon-insensitive loss: sign(s - y) [|s - y| > eps])."""
     cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), t
     if L.kind == LOSS_LOGISTIC:
         return c2 * sigmoid(s) - c1 * sigmoid(-s)
@@ -154,7 +189,12 @@ cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
         if s > -1.0:
             t += c2
         return t
-    return s - y
+    if L.kind == LOSS_SQUARED:
+        return s - y
+    t = _eps_excess_signed(s, y, L.param)
+    if L.kind == LOSS_EPS_INSENSITIVE:
+        return 1.0 if t > 0.0 else (-1.0 if t < 0.0 else 0.0)
+    return 2.0 * t
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,9 +203,12 @@ cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
 
 cdef inline void loss_dual_bounds(const Loss* L, double y, double* lo, double* hi) noexcept nogil:
     """Domain [lo, hi] of a -> h(a; y) (possibly infinite ends)."""
-    if L.kind == LOSS_SQUARED:
+    if L.kind == LOSS_SQUARED or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
         lo[0] = -INFINITY
         hi[0] = INFINITY
+    elif L.kind == LOSS_EPS_INSENSITIVE:
+        lo[0] = -1.0
+        hi[0] = 1.0
     elif L.kind == LOSS_SQUARED_HINGE:
         lo[0] = 0.0 if y >= 1.0 else -INFINITY
         hi[0] = 0.0 if y <= -1.0 else INFINITY
@@ -206,6 +249,12 @@ cdef inline double loss_conj(const Loss* L, double a, double y) noexcept nogil:
             return a + 0.5 * g * a * a
         u = _smooth_hinge_conj_u(a, c1, c2, g)
         return 2.0 * u + a + 0.5 * g * (u * u / c1 + (a + u) * (a + u) / c2)
+    if L.kind == LOSS_EPS_INSENSITIVE:
+        if a < -1.0 or a > 1.0:
+            return INFINITY
+        return -a * y + g * fabs(a)
+    if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+        return -a * y + g * fabs(a) + 0.25 * a * a
     # LOSS_SQUARED_HINGE
     if y >= 1.0:
         return -a + 0.5 * g * a * a if a >= 0.0 else INFINITY
@@ -221,7 +270,8 @@ cdef inline double loss_conj(const Loss* L, double a, double y) noexcept nogil:
 cdef inline double loss_conj_deriv_binary(const Loss* L, double a, double y) noexcept nogil:
     """h'(a; y) for y = +1 / -1 on the closed domain (one-sided at its ends).
 
-    Used by shrinking, which only touches bounded duals with binary labels.
+    Used by shrinking, which only touches bounded duals with binary labels. (For the
+    epsilon-insensitive losses: the derivative for a != 0, and -y at a = 0.)
     """
     cdef double sgn = 1.0 if y > 0 else -1.0
     if L.kind == LOSS_HINGE:
@@ -231,6 +281,9 @@ cdef inline double loss_conj_deriv_binary(const Loss* L, double a, double y) noe
     if L.kind == LOSS_LOGISTIC:
         # log(p / (1 - p)), p = a + c2
         return log(a + 0.5 * (1.0 - y)) - log(0.5 * (1.0 + y) - a)
+    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+        sgn = 1.0 if a > 0.0 else (-1.0 if a < 0.0 else 0.0)
+        return -y + L.param * sgn + (0.5 * a if L.kind == LOSS_SQUARED_EPS_INSENSITIVE else 0.0)
     # squared hinge and smooth hinge share -sgn + param * a
     return -sgn + L.param * a
 
@@ -304,6 +357,26 @@ cdef inline double _smooth_loss_step_bisect(const Loss* L, double y, double z, d
     return -loss_deriv(L, 0.5 * (lo + hi), y)
 
 
+cdef inline double _eps_insensitive_step(const Loss* L, double y, double z, double a0,
+                                        double A) noexcept nogil:
+    """Exact step for h(a) = -a y + eps |a| + (g/2) a^2: minimise (K/2) a^2 - b a + eps |a|
+    with K = A + g and b = y - z + A a0, a soft threshold, then clip to the domain (the
+    objective is convex in one variable, so clipping its minimiser is exact)."""
+    cdef double eps = L.param, b = y - z + A * a0, K, r
+    cdef bint boxed = L.kind == LOSS_EPS_INSENSITIVE
+    K = A if boxed else A + 0.5
+    r = fabs(b) - eps
+    if r <= 0.0:
+        return 0.0
+    if K <= 0.0:             # an empty row (A = 0) with the boxed loss: linear in a
+        r = 1.0
+    else:
+        r = r / K
+        if boxed and r > 1.0:
+            r = 1.0
+    return r if b > 0.0 else -r
+
+
 cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
                                   double A) noexcept nogil:
     """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2 over the domain of h (docs/mixup.md)."""
@@ -313,6 +386,8 @@ cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
         return (y - z + A * a0) / (1.0 + A)
     if L.kind == LOSS_LOGISTIC:
         return _logistic_step(y, z, a0, A)
+    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+        return _eps_insensitive_step(L, y, z, a0, A)
     b = A * a0 - z
     if L.kind == LOSS_SQUARED_HINGE:
         if y >= 1.0:
@@ -358,13 +433,16 @@ cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
 
 
 cdef inline double loss_conj_strong_convexity(const Loss* L) noexcept nogil:
-    """gamma with h'' >= gamma on the domain (0 for hinge); used by SDCA step rules."""
+    """gamma with h'' >= gamma on the domain (0 for hinge and the epsilon-insensitive loss,
+    1/2 for its square); used by SDCA step rules."""
     if L.kind == LOSS_LOGISTIC:
         return 4.0
     if L.kind == LOSS_SQUARED:
         return 1.0
-    if L.kind == LOSS_HINGE:
+    if L.kind == LOSS_HINGE or L.kind == LOSS_EPS_INSENSITIVE:
         return 0.0
+    if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+        return 0.5
     return L.param
 
 

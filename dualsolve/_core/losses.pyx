@@ -11,18 +11,32 @@ LOSSES = {
     "smooth_hinge": LOSS_SMOOTH_HINGE,
     "hinge": LOSS_HINGE,
     "squared": LOSS_SQUARED,
+    "epsilon_insensitive": LOSS_EPS_INSENSITIVE,
+    "squared_epsilon_insensitive": LOSS_SQUARED_EPS_INSENSITIVE,
 }
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge")
+#: losses of real targets (regression); the others classify two classes
+REGRESSION_LOSSES = ("squared", "epsilon_insensitive", "squared_epsilon_insensitive")
 
-# The loss's one parameter: smooth hinge's smoothing width, and the squared hinge's scale
-# max(0, 1-s)^2 / (2 param), whose default 1/2 is liblinear's L2 loss max(0, 1-s)^2.
-DEFAULT_PARAM = {"squared_hinge": 0.5, "smooth_hinge": 0.5}
+# The loss's one parameter: smooth hinge's smoothing width, the squared hinge's scale
+# max(0, 1-s)^2 / (2 param), whose default 1/2 is liblinear's L2 loss max(0, 1-s)^2, and the
+# insensitivity eps of the epsilon-insensitive losses (default 0.1: liblinear's -p).
+DEFAULT_PARAM = {"squared_hinge": 0.5, "smooth_hinge": 0.5, "epsilon_insensitive": 0.1,
+                 "squared_epsilon_insensitive": 0.1}
+#: the keyword of the train_* functions that sets a loss's parameter (the squared hinge's
+#: scale has none: it is fixed at liblinear's 1/2)
+PARAM_NAME = {"smooth_hinge": "smoothing", "epsilon_insensitive": "epsilon",
+              "squared_epsilon_insensitive": "epsilon"}
+# parameters that may be 0 (eps = 0: absolute and squared deviations); the others must be > 0
+_PARAM_ZERO_OK = ("epsilon_insensitive", "squared_epsilon_insensitive")
 
 
 def check_loss(loss, param=None):
     """Validate a loss name and its parameter; return ``(name, param)``.
 
-    Raises ValueError naming ``loss`` for an unknown name and TypeError for a non-string.
+    Raises ValueError naming ``loss`` for an unknown name and TypeError for a non-string;
+    ValueError naming the parameter (``epsilon`` for the epsilon-insensitive losses) when it
+    is out of range or not finite.
     """
     if not isinstance(loss, str):
         raise TypeError(f"loss must be a string, one of {sorted(LOSSES)}; got {type(loss).__name__}")
@@ -31,7 +45,11 @@ def check_loss(loss, param=None):
     if param is None:
         param = DEFAULT_PARAM.get(loss, 0.0)
     param = float(param)
-    if loss in DEFAULT_PARAM and not (param > 0.0 and np.isfinite(param)):
+    if loss in _PARAM_ZERO_OK:
+        if not (param >= 0.0 and np.isfinite(param)):
+            raise ValueError(f"{PARAM_NAME[loss]} must be a finite number >= 0 for "
+                             f"loss={loss!r}; got {param}")
+    elif loss in DEFAULT_PARAM and not (param > 0.0 and np.isfinite(param)):
         raise ValueError(f"the {loss} parameter must be a finite number > 0; got {param}")
     return loss, param
 
@@ -87,7 +105,8 @@ def value(loss, s, y, param=None):
 
 
 def derivative(loss, s, y, param=None):
-    """d phi(s; y) / ds elementwise (hinge: the subgradient -c1 [s < 1] + c2 [s > -1])."""
+    """d phi(s; y) / ds elementwise (hinge: the subgradient -c1 [s < 1] + c2 [s > -1];
+    epsilon-insensitive: sign(s - y) [|s - y| > eps])."""
     return _elementwise(_DERIV, loss, param, s, y)
 
 
@@ -116,6 +135,6 @@ def dual_bounds(loss, y, param=None):
 
 
 def strong_convexity(loss, param=None):
-    """gamma such that h'' >= gamma (0 for hinge)."""
+    """gamma such that h'' >= gamma (0 for hinge and epsilon_insensitive)."""
     cdef Loss L = _checked(loss, param)
     return loss_conj_strong_convexity(&L)

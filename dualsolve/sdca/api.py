@@ -8,12 +8,13 @@ from ..model import warm_start_dual
 from . import _sdca
 
 SAMPLING = {"permutation": 0, "uniform": 1}        # _sdca.pxd SAMPLE_*
-LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared")
+LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared", "epsilon_insensitive",
+          "squared_epsilon_insensitive")
 
 
 def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
-               verbose=0, callback=None, warm_start=None, smoothing=None, fit_intercept=False,
-               intercept_scaling=1.0, check_every="auto", shrinking=True,
+               verbose=0, callback=None, warm_start=None, smoothing=None, epsilon=None,
+               fit_intercept=False, intercept_scaling=1.0, check_every="auto", shrinking=True,
                sampling="permutation", sample_weight=None, class_weight=None):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
@@ -40,6 +41,17 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
                          (``s = smoothing``, default 0.5)
     ``"squared"``        (y - x.w)^2 / 2, y real (ridge regression)
 
+    Support vector regression, ``y`` real, ``e = epsilon`` (default 0.1, liblinear's ``-p``):
+
+    ``"epsilon_insensitive"``          max(0, |y - x.w| - e)            (liblinear -s 13)
+    ``"squared_epsilon_insensitive"``  max(0, |y - x.w| - e)^2          (liblinear -s 12 / -s 11)
+
+    that is, with ``C = 1/(lam n)``, liblinear's L1-loss SVR
+    ``min_w (1/2)||w||^2 + C sum_i max(0, |y_i - x_i.w| - e)`` and L2-loss SVR
+    ``min_w (1/2)||w||^2 + C sum_i max(0, |y_i - x_i.w| - e)^2`` divided by ``C n``. Their
+    dual terms are ``loss*(-a) = -a y + e|a|`` on ``|a| <= 1`` and ``-a y + e|a| + a^2/4``;
+    each coordinate step is an exact soft threshold. Shrinking does not apply to them.
+
     Parameters
     ----------
     X : sparse matrix/array (n, n_features)
@@ -47,7 +59,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         indices allowed) is used without a copy; dense and other formats are converted once.
     y : array (n,)
         Two distinct values for classification (the larger is the positive class ``+1``),
-        reals for ``loss="squared"``.
+        reals for the regression losses (``"squared"`` and the epsilon-insensitive ones).
     loss : str
     lam : float > 0, optional
         L2 strength; default ``1/n``. Give ``lam`` or ``C``, not both.
@@ -59,6 +71,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
     intercept_scaling : float > 0
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only).
+    epsilon : float >= 0, optional
+        Width of the insensitive zone of ``"epsilon_insensitive"`` and
+        ``"squared_epsilon_insensitive"`` (those losses only); default 0.1.
     tol : float >= 0
         Stop when the duality gap is ``<= tol * P(0)`` (``stop_reason="converged"``: the gap
         certifies ``P(w) - P* <= tol * P(0)``). ``tol=0`` runs the whole budget.
