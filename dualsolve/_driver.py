@@ -92,6 +92,7 @@ class Problem:
     codes: Optional[np.ndarray] = None  # more than two classes: each row's class index
     weight: Optional[np.ndarray] = None  # per-row loss weights (solvers with weights=True)
     label: str = ""             # which sub-problem this is, for warnings (" (class c vs rest)")
+    from_path: bool = False     # solved by regularization_path (for the warnings' stacklevel)
 
     @property
     def n(self):
@@ -143,6 +144,12 @@ def fit(solver, args):
     """Run ``solver`` on the arguments of its ``train_*`` call (``locals()``); more than
     two classes go one-vs-rest (``dualsolve.multiclass``)."""
     p, options = prepare(solver, args)
+    return solve(solver, p, options)
+
+
+def solve(solver, p, options):
+    """Solve a validated problem (one-vs-rest when it has more than two classes); also
+    what ``regularization_path`` calls along its grid, validating X once."""
     if p.codes is not None:
         from .multiclass import fit_one_vs_rest
         return fit_one_vs_rest(solver, p, options, run)
@@ -275,8 +282,9 @@ def _build_model(solver, p, options, res, mon):
 
 def _warn(solver, p, res, mon, model):
     name = solver.function_name + p.label
-    # the caller of train_*: above _warn, run, fit (and fit_one_vs_rest for a sub-problem)
-    level = 6 if p.label else 5
+    # the caller of train_*: above _warn, run, solve, fit (and fit_one_vs_rest for a
+    # sub-problem); regularization_path calls solve itself, one frame less than fit
+    level = (7 if p.label else 6) - (1 if p.from_path else 0)
     # tol = 0 asks for the whole budget: ending there is what was asked
     if model.stop_reason == "max_epochs" and p.max_epochs > 0 and p.tol > 0:
         reached = ""

@@ -10,13 +10,16 @@ solver's description (``dualsolve._driver``) to know whether it classifies or re
   trains on all folds but one and scores on the one left out; with ``lams`` it runs the
   warm-started path in every fold, which is how the best lam (liblinear's ``-C``) is found.
 """
+import dataclasses
+import inspect
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._driver import solvers
-from ._validation import check_seed
+from ._core import losses as _losses
+from ._driver import prepare, solve, solvers
+from ._validation import check_regularization, check_seed
 
 #: scorings by name: (function(model, X, y) -> float, larger is better)
 SCORINGS = ("accuracy", "mse", "r2", "auc")
@@ -71,19 +74,56 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
     ``tol``. Returns the models in the order of the grid. ``params`` are passed to every
     call (``loss``, ``tol``, ...); ``lam``, ``C`` and ``warm_start`` are set by the path.
     """
-    train, _ = _solver_of(trainer)
+    train, solver = _solver_of(trainer)
     for key in ("lam", "C", "warm_start"):
         if key in params:
             raise TypeError(f"regularization_path sets {key!r} itself; pass the grid as "
                             "lams or Cs")
     name, arr, strength = _check_grid(lams, Cs)
     key = "lam" if name == "lams" else "C"
+    order = np.argsort(-strength, kind="stable")
+    # validate X, y and the options once, then solve along the grid (each solve certified)
+    args = inspect.signature(train).bind(X, y, **{key: float(arr[order[0]])}, **params)
+    args.apply_defaults()
+    p, options = prepare(solver, dict(args.arguments))
+    n_lam = solver.samples(p.n, options) if solver.samples else p.n
     models = [None] * arr.size
-    previous = None
-    for i in np.argsort(-strength, kind="stable"):
-        previous = train(X, y, warm_start=previous, **{key: float(arr[i])}, **params)
-        models[i] = previous
+    done = []
+    for i in order:
+        lam = check_regularization(float(arr[i]) if key == "lam" else None,
+                                   float(arr[i]) if key == "C" else None, n_lam,
+                                   allow_zero=solver.lam_zero)
+        start = _extrapolated(done, lam, p, solver) if len(done) >= 2 else \
+            (done[-1] if done else None)
+        done.append(solve(solver, dataclasses.replace(p, lam=lam, warm_start=start,
+                                                      from_path=True), options))
+        models[i] = done[-1]
     return models
+
+
+def _extrapolated(done, lam, p, solver):
+    """SDCA's warm start for the next lam: the dual variables extrapolated linearly in
+    log lam from the last two solutions, then put back into the loss's dual domain. The
+    optimal duals move smoothly with log lam: on news20 (a factor-2 grid of C) this halves
+    the epochs of the path where the last solution alone saves a third. (A quadratic
+    through three solutions saved a little more on news20 but amplified the error of the
+    inexact solves at large C on a9a, tripling the time of a path to C = 1024.) Other
+    solvers, and one-vs-rest, start from the last model."""
+    last = done[-2:]
+    if solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last):
+        return done[-1]
+    s = np.log([m.params["lam"] for m in last])
+    if len(set(s.tolist())) < len(s):
+        return done[-1]
+    t = np.log(lam)
+    # Lagrange weights of the line through (s_k, a_k), evaluated at t
+    weights = [np.prod([(t - s[j]) / (s[k] - s[j]) for j in range(len(s)) if j != k])
+               for k in range(len(s))]
+    a = sum(w * m.dual for w, m in zip(weights, last))
+    lo, hi = _losses.dual_bounds(p.loss, p.y, p.loss_param)
+    if p.weight is not None:
+        lo, hi = lo * p.weight, hi * p.weight
+    return np.clip(a, lo, hi)
 
 
 def _folds(y, n_folds, seed, stratified):

@@ -125,3 +125,20 @@ def test_a_grid_of_C_is_liblinear_cost(heart):
         np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=1e-6)
     with pytest.raises(TypeError, match="one of them"):
         regularization_path(ds.train_sdca, X, y, lams=[1.0], Cs=[1.0])
+
+
+def test_warnings_point_at_the_caller(heart):
+    X, y = heart
+    with pytest.warns(ds.ConvergenceWarning) as rec:
+        regularization_path(ds.train_sdca, X, y, Cs=[1.0], max_epochs=1, tol=1e-12)
+    assert rec[0].filename == __file__
+    with pytest.warns(ds.ConvergenceWarning) as rec:
+        ds.train_sdca(X, y, max_epochs=1, tol=1e-12)
+    assert rec[0].filename == __file__
+    y3 = np.where(np.asarray(X[:, 0].todense()).ravel() > 0.3, 2.0, y)
+    with pytest.warns(ds.ConvergenceWarning) as rec:
+        ds.train_sdca(X, y3, max_epochs=1, tol=1e-12)
+    assert {r.filename for r in rec} == {__file__}
+    with pytest.warns(ds.ConvergenceWarning) as rec:
+        regularization_path(ds.train_sdca, X, y3, Cs=[1.0], max_epochs=1, tol=1e-12)
+    assert {r.filename for r in rec} == {__file__}
