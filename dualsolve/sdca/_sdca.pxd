@@ -60,6 +60,8 @@ ctypedef struct SdcaProblem:
     StepParams step           # the coordinate step rule (STEP_EXACT for train_sdca)
     double lam                # > 0
     double bias               # value of the implicit constant feature; 0 for none
+    double offset             # added to every score: a fixed, unregularised intercept b
+                              # (the dual then carries h(a) + a b); 0 for none
     double* w                 # out: primal iterate, kept equal to X^T alpha / (lam n)
     double* alpha             # in/out: dual iterate (a warm start when nonzero)
     double* sqnorm            # n_points: ||x_p||^2 (+ bias^2 added by sdca_run); work if not

@@ -63,6 +63,7 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     step_params_init(&P.step, STEP_EXACT, 0.0, 0.0, 1, 0, NULL, NULL)
     P.lam = lam
     P.bias = bias
+    P.offset = 0.0
     P.w = w
     P.alpha = alpha
     P.sqnorm = sqnorm
@@ -116,7 +117,7 @@ cdef inline double _point_score(const floating* data, const index_t* indices,
              + r * _row_dot(data, indices, indptr, P.w, P.mix_b[k]))
     if P.bias != 0.0:
         z += P.bias * P.w[P.d]
-    return z
+    return z + P.offset
 
 
 cdef inline void _point_axpy(const floating* data, const index_t* indices,
@@ -163,6 +164,8 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
         elif c != 0.0:
             ksum_add(&ls, c * loss_value(&P.loss, zi, P.y[i]))
             ksum_add(&cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
+        if P.offset != 0.0:         # the fixed intercept's share of the dual, a_i b
+            ksum_add(&cs, P.alpha[i] * P.offset)
     for i in range(dw):
         ksum_add(&ws, P.w[i] * P.w[i])
     loss_sum, conj_sum, wn = ksum_value(&ls), ksum_value(&cs), ksum_value(&ws)
@@ -186,13 +189,13 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
 
 
 cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap) noexcept nogil:
-    """The check at alpha = 0 without touching X: w = 0, so every score is 0."""
+    """The check at alpha = 0 without touching X: w = 0, so every score is the offset."""
     cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double loss_sum = 0.0, conj_sum = 0.0
     memset(P.w, 0, dw * sizeof(double))
     for i in range(P.n):
-        P.z[i] = 0.0
-        loss_sum += _weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
+        P.z[i] = P.offset
+        loss_sum += _weight(P, i) * loss_value(&P.loss, P.offset, P.y[i])
         conj_sum += _weight(P, i) * loss_conj(&P.loss, 0.0, P.y[i])
     primal[0] = loss_sum / P.n
     dual[0] = -conj_sum / P.n
@@ -215,7 +218,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef Loss loss = P.loss
     cdef bint exact_plain = P.step.rule == STEP_EXACT and weight == NULL
     cdef Py_ssize_t n_active = P.n_active, d = P.d, n_rows = P.n_rows
-    cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
+    cdef double bias = P.bias, offset = P.offset, scale = 1.0 / (P.lam * P.n)
     cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
     # shrinking needs a bounded dual domain and no loss weights; labels are checked per row
@@ -254,7 +257,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         if p < n_rows:
             start = indptr[p]
             nnz = indptr[p + 1] - start
-            z = sparse_dot(data + start, indices + start, nnz, w)
+            z = sparse_dot(data + start, indices + start, nnz, w) + offset
             if bias != 0.0:
                 z += bias * w[d]
             cost += nnz + 16
@@ -410,14 +413,16 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double bias, double[::1] w, double[::1] alpha, double tol, Py_ssize_t max_epochs,
           Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
-          double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None):
+          double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
+          double offset=0.0):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
     The optional arguments are the mixup generalisations (all arrays float64 / intp,
     C-contiguous): ``point`` (coordinate -> point), ``weight`` (per coordinate), ``mix``
     = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
-    the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX.
+    the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX;
+    ``offset``, a fixed intercept added to every score (train_sdca's free intercept).
     Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
@@ -443,6 +448,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     sdca_problem_init(&P, n, n_features, &y[0], make_loss(loss, param), lam, bias, &w[0],
                       &alpha[0], &sqnorm_v[0], &z_v[0], &index_v[0])
     P.sqnorm_given = sqnorm_given
+    P.offset = offset
     P.n_points = n_points
     P.n_rows = n_rows
     P.point = intp_ptr(point, n, "point")

@@ -6,6 +6,7 @@ from .._driver import Result, Solver, fit, register
 from .._params import Anything, Boolean, Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _sdca
+from .intercept import SMOOTH_LOSSES, solve_free_intercept
 
 SAMPLING = {"permutation": 0, "uniform": 1}        # _sdca.pxd SAMPLE_*
 LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared", "epsilon_insensitive",
@@ -14,8 +15,9 @@ LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared", "epsi
 
 def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, epsilon=None,
-               fit_intercept=False, intercept_scaling=1.0, check_every="auto", shrinking=True,
-               sampling="permutation", sample_weight=None, class_weight=None):
+               fit_intercept=False, penalize_intercept=True, intercept_scaling=1.0,
+               check_every="auto", shrinking=True, sampling="permutation", sample_weight=None,
+               class_weight=None):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
     Solves, with ``n`` rows and ``w`` of length ``n_features``::
@@ -66,9 +68,16 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
     C : float > 0, optional
         liblinear's cost: ``lam = 1 / (C n)``.
     fit_intercept : bool
-        Append a constant feature ``intercept_scaling`` (liblinear's ``-B``); its weight is
-        regularised like the others. Implicit: X is not copied.
+        Fit an intercept ``b`` (scores ``x.w + b``).
+    penalize_intercept : bool
+        True (liblinear's ``-B``): ``b = intercept_scaling * w_b`` for an implicit constant
+        feature whose weight ``w_b`` is regularised like the others (X is not copied).
+        False: ``b`` is free, ``min_{w,b} (1/n) sum_i c_i loss(y_i, x_i.w + b) +
+        (lam/2)||w||^2`` (scikit-learn's intercept), solved exactly by rounds of SDCA at a
+        fixed ``b`` and exact updates of ``b``, and certified by the duality gap of the
+        joint problem (``dualsolve/sdca/intercept.py``); smooth losses only.
     intercept_scaling : float > 0
+        The constant feature's value when the intercept is penalised.
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only).
     epsilon : float >= 0, optional
@@ -123,6 +132,8 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
 
 
 def _engine(p, o, mon):
+    if o["fit_intercept"] and not o["penalize_intercept"]:
+        return _free_intercept_engine(p, o, mon)
     bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
     alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n, p.weight)
     w = np.zeros(p.d + (1 if o["fit_intercept"] else 0))
@@ -134,6 +145,20 @@ def _engine(p, o, mon):
         mon, p.X.sqnorm, weight=p.weight)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=p.tol * p0, info=dict(p0=p0))
+
+
+def _free_intercept_engine(p, o, mon):
+    if p.loss not in SMOOTH_LOSSES:
+        raise ValueError(f"penalize_intercept=False needs a smooth loss (one of "
+                         f"{list(SMOOTH_LOSSES)}) for its certificate; got loss={p.loss!r} "
+                         "(use penalize_intercept=True, liblinear's -B, for it)")
+    alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n, p.weight)
+    w = np.zeros(p.d)
+    mon.set_coef(w)
+    status, n_epochs, b, gap, p0, rounds = solve_free_intercept(
+        p, o, mon, _sdca.solve, alpha, w, SAMPLING[o["sampling"]])
+    return Result(status, n_epochs, coef=w, intercept=b, dual=alpha, measure=gap,
+                  threshold=p.tol * p0, info=dict(p0=p0, intercept_rounds=rounds))
 
 
 def initial_dual(warm_start, y, loss, param, n, weight=None):
@@ -158,6 +183,7 @@ SDCA = register(Solver(
     summary="exact dual coordinate ascent with liblinear's loop (shrinking, permutations)",
     losses=LOSSES,
     params=dict(fit_intercept=[Boolean()],
+                penalize_intercept=[Boolean()],
                 intercept_scaling=[Interval(Real, 0, None, closed="neither")],
                 check_every=[Options("auto"), Interval(Integral, 1, None)],
                 shrinking=[Boolean()],
