@@ -118,3 +118,24 @@ def _fmt(column, v):
     if column == "n_active":
         return f"{int(v):9d}" if math.isfinite(v) else f"{'':>9}"
     return f"{v:10.3e}"
+
+
+class MonitorView:
+    """The driver's monitor as an engine sees it through a wrapper that changes what is
+    reported (subclasses override :meth:`report`); the error slot and the number of values
+    are the monitor's own."""
+
+    def __init__(self, mon):
+        self.mon = mon
+        self.n_values = mon.n_values
+
+    @property
+    def error(self):
+        return self.mon.error
+
+    @error.setter
+    def error(self, exc):
+        self.mon.error = exc
+
+    def report(self, epoch, values):
+        return self.mon.report(epoch, values)

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._driver import Result, Solver, fit, register
+from .._monitor import MonitorView
 from .._params import Anything, Integral, Interval, Options, Real
 from .._validation import check_csr
 from ..model import warm_start_coef
@@ -188,22 +189,14 @@ def _check_eval_set(eval_set, d, classes):
     return Xs, pos
 
 
-class _WithValidation:
+class _WithValidation(MonitorView):
     """The monitor seen by the engine when there is an eval_set: fills the val_auc slot of
     every report that carries a stage end (J not NaN) with the AUC of ``coef`` (the last
     stage's average) on the validation rows."""
 
     def __init__(self, mon, val, coef):
-        self.mon, self.val, self.coef = mon, val, coef
-        self.n_values = mon.n_values
-
-    @property
-    def error(self):
-        return self.mon.error
-
-    @error.setter
-    def error(self, exc):
-        self.mon.error = exc
+        super().__init__(mon)
+        self.val, self.coef = val, coef
 
     def report(self, epoch, values):
         if not math.isnan(values[0]) and np.isfinite(self.coef).all():

@@ -26,6 +26,7 @@ from scipy.optimize import brentq
 
 from .._core import losses as _losses
 from .._core import status as _status
+from .._monitor import MonitorView
 
 #: losses whose derivative gives a feasible dual point (the certificate needs it)
 SMOOTH_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "squared",
@@ -93,22 +94,14 @@ def joint_certificate(X, y, loss, param, weight, lam, w, b):
     return primal, dual, primal - dual
 
 
-class _Rounds:
+class _Rounds(MonitorView):
     """The driver's monitor seen by one round's engine: epochs numbered after the
     previous rounds', the round's epoch 0 (a repeat) not recorded, dual and gap NaN (the
     fixed-intercept ones bound nothing of the joint problem)."""
 
     def __init__(self, mon, first):
-        self.mon, self.first = mon, first
-        self.n_values = mon.n_values
-
-    @property
-    def error(self):
-        return self.mon.error
-
-    @error.setter
-    def error(self, exc):
-        self.mon.error = exc
+        super().__init__(mon)
+        self.first = first
 
     def report(self, epoch, values):
         if epoch == 0 and self.first > 0:
