@@ -28,7 +28,9 @@ Minimal use::
 
 Per epoch: a random permutation of the rows (or n uniform draws); for row i, the k scores
 (O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort, O(k log k)),
-and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz)).
+and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz));
+with shrinking, rows strictly optimal at a vertex of their feasible set leave the pass until
+a check finds them violating.
 The exact duality gap ``P(W) - D(a)`` is computed from fresh scores with compensated sums;
 before a gap can certify, ``w`` is recomputed from ``alpha``. ``alpha`` may hold a feasible
 warm start (``w`` is computed from it).
@@ -38,8 +40,8 @@ Status (``dualsolve._core.status``): STATUS_CONVERGED when ``gap <= tol * P(0)``
 when a work buffer cannot be allocated (nothing else is touched then), or what the hook
 returned. The hook gets CS_HOOK_VALUES values after the start (epoch 0) and every epoch:
 primal, dual, gap (NaN for an epoch without an exact check), gap_estimate (the mean of the
-rows' Fenchel-Young gaps seen during the pass, NaN at epoch 0) and n_active (rows of
-nonzero weight: there is no shrinking). Inside long epochs it is polled with ``epoch = -1``
+rows' Fenchel-Young gaps seen during the pass, NaN at epoch 0) and n_active (rows not
+shrunk). Inside long epochs it is polled with ``epoch = -1``
 and ``values = NULL`` (Ctrl-C); a nonzero answer cuts the epoch short (``alpha`` and ``w``
 stay consistent).
 """
@@ -75,6 +77,7 @@ ctypedef struct CsOptions:
                               # during the pass predicts tol, or when the passes since the
                               # last check did 8 times the work of a check
     int sampling              # CS_SAMPLE_PERMUTATION or CS_SAMPLE_UNIFORM
+    int shrinking             # 1: drop rows strictly optimal at a vertex of their set (see .pyx)
     uint64_t seed
     Py_ssize_t poll_work      # work (multiply-adds) between two polls of the hook in an epoch
 

@@ -11,6 +11,14 @@ Row i's variables a_i (k of them) maximise the dual with the other rows fixed: w
 root of ``sum_m max(0, v_m - beta) = q c_i``: sort v in decreasing order; beta is
 ``(v_(1) + ... + v_(r) - q c_i) / r`` for the largest r whose v_(r) lies above it.
 
+Shrinking (``opt.shrinking``; liblinear's idea, a row-level rule): the row's feasible set is
+a scaled simplex whose vertices are ``a_i = 0`` and ``a_{iy} = c_i, a_{im} = -c_i`` (one class
+m); a row at a vertex whose class ``v`` (y at 0, m at the other) leads every other ``G_j`` by
+more than the largest KKT violation seen in the previous pass is dropped from the active
+rows. Such a row's Fenchel-Young gap is exactly 0. Every exact check recomputes all the
+scores (shrunk rows included: the certificate covers every row) and re-activates the shrunk
+rows whose class no longer strictly leads.
+
 The pass also sees, before each step, the row's Fenchel-Young gap
 ``c_i max_m G_m - c_i G_y + <a_i, G>`` (its share of n times the duality gap), whose mean
 predicts the gap and schedules the exact checks (``dualsolve.sdca.schedule``).
@@ -36,6 +44,7 @@ cdef CsOptions cs_default_options() noexcept nogil:
     o.max_epochs = 5000
     o.check_every = 0
     o.sampling = CS_SAMPLE_PERMUTATION
+    o.shrinking = 1
     o.seed = 0
     o.poll_work = 1 << 24
     return o
@@ -73,7 +82,10 @@ cdef void cs_subproblem(const double* G, const double* a, double q, Py_ssize_t y
 
 ctypedef struct _Work:
     double* sqnorm            # n: ||x_i||^2 + bias^2
-    Py_ssize_t* index         # n: the row order
+    Py_ssize_t* index         # n: the row order; active rows in [0, n_active)
+    unsigned char* leads      # n: at the last check, the row's vertex class strictly led
+    Py_ssize_t n_active
+    double viol_old           # largest KKT violation of the previous pass (shrinking threshold)
     double* G                 # k: scores plus margins of the row
     double* a_new             # k
     double* v                 # k (sort buffer)
@@ -137,10 +149,40 @@ cdef void _resync(const floating* data, const index_t* indices, const index_t* i
                 wp[m] += ai[m] * x
 
 
+cdef inline Py_ssize_t _vertex(const double* a, Py_ssize_t y, double c,
+                               Py_ssize_t k) noexcept nogil:
+    """The class v of the vertex the row is at (y for a = 0; m for a_y = c, a_m = -c), or -1."""
+    cdef Py_ssize_t m, v = y
+    if a[y] == 0.0:
+        for m in range(k):
+            if a[m] != 0.0:
+                return -1
+        return y
+    if a[y] != c:
+        return -1
+    for m in range(k):
+        if m != y and a[m] != 0.0:
+            if a[m] != -c or v != y:
+                return -1
+            v = m
+    return v if v != y else -1
+
+
+cdef inline double _lead(const double* G, Py_ssize_t v, Py_ssize_t k) noexcept nogil:
+    """G_v - max_{j != v} G_j."""
+    cdef Py_ssize_t j
+    cdef double mx = -INFINITY
+    for j in range(k):
+        if j != v and G[j] > mx:
+            mx = G[j]
+    return G[v] - mx
+
+
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
                  CsProblem* P, _Work* S, double* primal, double* dual, double* gap) noexcept nogil:
-    """Exact primal, dual and gap, every score recomputed, compensated sums."""
-    cdef Py_ssize_t i, m, y, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
+    """Exact primal, dual and gap, every score recomputed, compensated sums; re-activates
+    the shrunk rows whose vertex class no longer strictly leads."""
+    cdef Py_ssize_t i, m, y, v, pos, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double c, mx, t, loss_sum, ay_sum, wn
     cdef double* z = S.G
     cdef KahanSum ls = ksum_new(), ys = ksum_new(), ws = ksum_new()
@@ -159,6 +201,20 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
                 if t > mx:
                     mx = t
         ksum_add(&ls, c * (mx - z[y]))
+        if S.n_active < P.n:
+            for m in range(k):
+                if m != y:
+                    z[m] += 1.0
+            v = _vertex(P.alpha + i * k, y, c, k)
+            S.leads[i] = v >= 0 and _lead(z, v, k) > 0.0
+    pos = S.n_active
+    while pos < P.n:
+        i = S.index[pos]
+        if not S.leads[i]:
+            S.index[pos] = S.index[S.n_active]
+            S.index[S.n_active] = i
+            S.n_active += 1
+        pos += 1
     for i in range(dw * k):
         ksum_add(&ws, P.w[i] * P.w[i])
     loss_sum, ay_sum, wn = ksum_value(&ls), ksum_value(&ys), ksum_value(&ws)
@@ -180,17 +236,27 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     cdef double* dval = S.dval
     cdef Py_ssize_t* dind = S.dind
     cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
-    cdef bint permute = opt.sampling == CS_SAMPLE_PERMUTATION
-    cdef Py_ssize_t step, i, m, r, y, nz, start, nnz, t
+    cdef bint permute = opt.sampling == CS_SAMPLE_PERMUTATION, shrink = opt.shrinking != 0
+    cdef Py_ssize_t step = 0, pos = 0, n_active = S.n_active, i, m, r, y, v, nz, start, nnz, t
     cdef double c, q, gmax, gmin, ag, x, delta, pass_gap = 0.0, cost = 0.0, work
+    cdef double viol_old = S.viol_old, viol_max = 0.0
     cdef double* ai
     cdef double* wp
-    cdef int stop
+    cdef int stop = 0
     S.visits = 0
     if permute:
-        rng_shuffle(&S.rng, S.index, n)
-    for step in range(n):
-        i = S.index[step] if permute else <Py_ssize_t>rng_below(&S.rng, <unsigned long long>n)
+        rng_shuffle(&S.rng, S.index, n_active)
+    while True:
+        if permute:
+            if pos >= n_active:
+                break
+        else:
+            if step >= n_active:
+                break
+            pos = <Py_ssize_t>rng_below(&S.rng, <unsigned long long>n_active)
+        step += 1
+        i = S.index[pos]
+        pos += 1
         S.visits += 1
         c = weight[i] if weight != NULL else 1.0
         if c == 0.0:                # out of the problem: its variables stay 0
@@ -211,12 +277,24 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             ag += ai[m] * G[m]
             if ai[m] < (c if m == y else 0.0) and G[m] < gmin:
                 gmin = G[m]
-        pass_gap += c * (gmax - G[y]) + ag
         work = <double>k * (nnz + 2)
         cost += work
         S.since_poll += <Py_ssize_t>work
+        if shrink:
+            v = _vertex(ai, y, c, k)
+            if v >= 0 and _lead(G, v, k) > viol_old:
+                # strictly optimal at a vertex by more than last pass's violations: drop it
+                # (swap to the end of the active rows; this position is visited again)
+                pos -= 1
+                n_active -= 1
+                S.index[pos] = S.index[n_active]
+                S.index[n_active] = i
+                continue
+        pass_gap += c * (gmax - G[y]) + ag
         if gmax <= gmin:            # KKT: no feasible direction improves the row
             continue
+        if gmax - gmin > viol_max:
+            viol_max = gmax - gmin
         q = S.sqnorm[i] * scale
         if q <= 0.0:
             # an empty row (no bias): the dual is linear in a_i, maximal at a_y = c; its
@@ -249,17 +327,19 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             S.since_poll = 0
             stop = hook(ctx, -1, NULL)
             if stop != 0:
-                S.pass_gap = pass_gap
-                S.pass_cost = cost
-                return stop
+                break
     S.pass_gap = pass_gap
     S.pass_cost = cost
-    return 0
+    S.n_active = n_active
+    # shrink next pass only against this pass's largest violation (liblinear's thresholds)
+    S.viol_old = viol_max if viol_max > 0.0 else INFINITY
+    return stop
 
 
 cdef void _free_work(_Work* S) noexcept nogil:
     free(S.sqnorm)
     free(S.index)
+    free(S.leads)
     free(S.G)
     free(S.a_new)
     free(S.v)
@@ -274,7 +354,6 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     cdef Py_ssize_t i, m, epoch, n = P.n, k = P.k, nn = P.n if P.n > 0 else 1
     cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, estimate
     cdef double predicted = NAN, check_cost = 0.0, c
-    cdef Py_ssize_t n_weighted = 0
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
     cdef int stop
@@ -287,12 +366,13 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     res.p0 = NAN
     S.sqnorm = <double*>malloc(nn * sizeof(double))
     S.index = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
+    S.leads = <unsigned char*>malloc(nn * sizeof(unsigned char))
     S.G = <double*>malloc(k * sizeof(double))
     S.a_new = <double*>malloc(k * sizeof(double))
     S.v = <double*>malloc(k * sizeof(double))
     S.dval = <double*>malloc(k * sizeof(double))
     S.dind = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
-    if (S.sqnorm == NULL or S.index == NULL or S.G == NULL or S.a_new == NULL or S.v == NULL
+    if (S.sqnorm == NULL or S.index == NULL or S.leads == NULL or S.G == NULL or S.a_new == NULL or S.v == NULL
             or S.dval == NULL or S.dind == NULL):
         _free_work(&S)
         res.status = STATUS_NO_MEMORY
@@ -303,14 +383,14 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         S.index[i] = i
         c = P.weight[i] if P.weight != NULL else 1.0
         p0 += c
-        if c != 0.0:
-            n_weighted += 1
         check_cost += <double>k * (indptr[i + 1] - indptr[i] + 2)
         for m in range(k):
             if P.alpha[i * k + m] != 0.0:
                 cold = False
     p0 /= n
     S.since_poll = 0
+    S.n_active = n
+    S.viol_old = INFINITY
     rng_seed(&S.rng, opt.seed)
     schedule_init(&sched, opt.check_every, check_cost)
     # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
@@ -329,7 +409,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         res.status = STATUS_CONVERGED
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
-        values[4] = <double>n_weighted
+        values[4] = <double>n
         stop = hook(ctx, 0, values)
         if stop != 0 and res.status != STATUS_CONVERGED:
             res.status = stop
@@ -339,7 +419,9 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         if stop != 0:               # cut short by a poll (Ctrl-C): no check, no report
             res.status = stop
             break
-        estimate = NAN if opt.check_every == 1 else S.pass_gap / (S.visits if S.visits else 1)
+        # shrunk rows have no gap: the active rows' mean, scaled to the n rows
+        estimate = NAN if opt.check_every == 1 else \
+            S.pass_gap / (S.visits if S.visits else 1) * S.n_active / n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, S.pass_cost,
                                      target, &predicted)
         if checked:
@@ -360,7 +442,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             values[1] = dual if checked else NAN
             values[2] = gap if checked else NAN
             values[3] = estimate
-            values[4] = <double>n_weighted
+            values[4] = <double>S.n_active
             stop = hook(ctx, epoch, values)
             if stop != 0 and res.status != STATUS_CONVERGED:
                 res.status = stop
@@ -380,7 +462,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
           Py_ssize_t n_features, const Py_ssize_t[::1] label, Py_ssize_t n_classes,
           double lam, double bias, double[:, ::1] w, double[:, ::1] alpha, double tol,
-          Py_ssize_t max_epochs, Py_ssize_t check_every, int sampling,
+          Py_ssize_t max_epochs, Py_ssize_t check_every, int sampling, bint shrinking,
           unsigned long long seed, mon, weight=None, Py_ssize_t poll_work=0):
     """Run cs_run on validated arrays: ``w`` (n_features + (bias != 0), n_classes) and
     ``alpha`` (n, n_classes) are written in place (alpha may hold a feasible warm start),
@@ -415,6 +497,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.max_epochs = max_epochs
     opt.check_every = check_every
     opt.sampling = sampling
+    opt.shrinking = shrinking
     opt.seed = seed
     if poll_work > 0:
         opt.poll_work = poll_work

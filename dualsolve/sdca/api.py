@@ -202,7 +202,8 @@ def _crammer_singer_engine(p, o, mon):
     check = 0 if o["check_every"] == "auto" else o["check_every"]
     status, n_epochs, primal, dual, gap, p0 = _crammer_singer.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, codes, k, p.lam, bias, W, alpha, p.tol,
-        p.max_epochs, check, SAMPLING[o["sampling"]], p.seed, mon, weight=p.weight)
+        p.max_epochs, check, SAMPLING[o["sampling"]], o["shrinking"], p.seed, mon,
+        weight=p.weight)
     coef = np.ascontiguousarray(W[:p.d].T)
     intercept = W[p.d] * bias if bias else np.zeros(k)
     info = dict(p0=p0)
