@@ -275,6 +275,5 @@ SDCA = register(Solver(
                 multi_class=[Options(*MULTI_CLASS)]),
     weights=True,
     history=("gap_estimate", "n_active"),
-    certificate=("duality gap P(w) - D(a) <= tol * P(0) (multi_class='crammer_singer': of "
-                "the Crammer-Singer objective, P(0) = mean weight)"),
+    certificate="duality gap P(w) - D(a) <= tol * P(0)",
     engine=_engine, unevaluated_nan=True))
