@@ -148,9 +148,11 @@ def fit(solver, args):
 
 
 def solve(solver, p, options):
-    """Solve a validated problem (one-vs-rest when it has more than two classes); also
-    what ``regularization_path`` calls along its grid, validating X once."""
-    if p.codes is not None:
+    """Solve a validated problem (one-vs-rest when it has more than two classes, unless the
+    solver's ``multi_class`` option names a multi-class engine, e.g. ``"crammer_singer"``,
+    which then gets the whole problem); also what ``regularization_path`` calls along its
+    grid, validating X once."""
+    if p.codes is not None and options.get("multi_class", "ovr") == "ovr":
         from .multiclass import fit_one_vs_rest
         return fit_one_vs_rest(solver, p, options, run)
     return run(solver, p, options)

@@ -150,6 +150,8 @@ def _solver_type_for(model):
             if regression == (model.classes is None):
                 return stype
     loss = model.params.get("loss")
+    if model.params.get("multi_class") == "crammer_singer" and model.classes is not None:
+        return "MCSVM_CS"
     if model.classes is None:
         if loss in ("squared", "squared_epsilon_insensitive", "epsilon_insensitive"):
             return SOLVER_TYPE_OF_LOSS[loss]

@@ -59,15 +59,16 @@ LIBLINEAR_SOLVERS = {
     1: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (dual)
     2: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (primal)
     3: ("sdca", "hinge"),           # L2-regularised L1-loss SVC (dual)
+    4: ("sdca", "hinge"),           # Crammer-Singer multi-class SVM (-o multi_class=...)
     7: ("sdca", "logistic"),        # L2-regularised logistic regression (dual)
     11: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (primal)
     12: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (dual)
     13: ("sdca", "epsilon_insensitive"),            # L2-regularised L1-loss SVR (dual)
 }
+#: options a liblinear number implies beyond its solver and loss
+LIBLINEAR_OPTIONS = {4: {"multi_class": "crammer_singer"}}
 # liblinear -s numbers with no equivalent here, and why.
 LIBLINEAR_REJECTED = {
-    4: "liblinear -s 4 is the Crammer-Singer multi-class SVM, not available yet; multi-class "
-       "data is trained one-vs-rest by every classifier, as liblinear's -s 1 does (-s 1)",
     5: "liblinear -s 5 is L1-regularised; dualsolve's objectives are L2-regularised",
     6: "liblinear -s 6 is L1-regularised; dualsolve's objectives are L2-regularised",
     21: "liblinear -s 21 is the one-class SVM, which dualsolve does not have",
@@ -128,13 +129,13 @@ def _nonnegative_int(text):
 
 
 def _solver(text):
-    """``-s``: a solver name, or a liblinear number mapped to ``(solver, loss)``."""
+    """``-s``: a solver name, or a liblinear number mapped to ``(solver, loss, options)``."""
     name = text.strip().lower()
     if name.startswith("train_"):
         name = name[len("train_"):]
     table = solver_table()
     if name in table:
-        return name, None
+        return name, None, {}
     try:
         number = int(name)
     except ValueError:
@@ -142,7 +143,7 @@ def _solver(text):
             f"unknown solver {text!r}; expected one of {', '.join(table)} or a liblinear "
             f"number {', '.join(map(str, LIBLINEAR_SOLVERS))} (see 'dualsolve solvers')") from None
     if number in LIBLINEAR_SOLVERS:
-        return LIBLINEAR_SOLVERS[number]
+        return LIBLINEAR_SOLVERS[number] + (LIBLINEAR_OPTIONS.get(number, {}),)
     if number in LIBLINEAR_REJECTED:
         raise argparse.ArgumentTypeError(LIBLINEAR_REJECTED[number])
     raise argparse.ArgumentTypeError(
@@ -209,11 +210,10 @@ Losses, with margin m = y x.w (labels: two values, the larger one is the positiv
   squared_epsilon_insensitive   max(0, |y - x.w| - p)^2   liblinear -s 11 / -s 12
   epsilon_insensitive           max(0, |y - x.w| - p)     liblinear -s 13
 
-liblinear numbers for -s: 0 and 7 (logistic), 1 and 2 (squared_hinge), 3 (hinge), 11 and 12
-(squared_epsilon_insensitive), 13 (epsilon_insensitive, with -p) are the
-same objective as liblinear's, so the same model up to the tolerance. Not mapped, with an
-error: 4 (Crammer-Singer; multi-class data goes one-vs-rest), 5 and 6 (L1
-regularisation), 21 (one-class SVM).
+liblinear numbers for -s: 0 and 7 (logistic), 1 and 2 (squared_hinge), 3 (hinge), 4
+(Crammer-Singer, hinge), 11 and 12 (squared_epsilon_insensitive), 13 (epsilon_insensitive,
+with -p) are the same objective as liblinear's, so the same model up to the tolerance. Not
+mapped, with an error: 5 and 6 (L1 regularisation), 21 (one-class SVM).
 """
 
 _TRAIN_EPILOG = """\
@@ -277,7 +277,7 @@ def build_parser():
     t.add_argument("-s", dest="solver", type=_solver, default=None, metavar="solver",
                    help="a solver name (every train_* of the package; 'dualsolve solvers' "
                         "lists them with their losses and options), or a liblinear number "
-                        f"0, 1, 2, 3, 7, 11, 12, 13 (see above). Default: {DEFAULT_SOLVER} with "
+                        f"0, 1, 2, 3, 4, 7, 11, 12, 13 (see above). Default: {DEFAULT_SOLVER} with "
                         f"{DEFAULT_LOSS} loss")
     t.add_argument("-l", dest="loss", choices=losses, default=None, metavar="loss",
                    help=f"loss: {', '.join(losses)}, as the solver accepts (default: the "
@@ -475,7 +475,7 @@ def _last(model, field):
 # ------------------------------------------------------------------------------ train
 
 def _resolve_solver(args):
-    solver, implied_loss = args.solver or (DEFAULT_SOLVER, None)
+    solver, implied_loss, _ = args.solver or (DEFAULT_SOLVER, None, {})
     description = solver_table()[solver]
     loss = args.loss or implied_loss or (DEFAULT_LOSS if DEFAULT_LOSS in description.losses
                                          else description.losses[0])
@@ -506,7 +506,7 @@ def _solver_kwargs(fn, solver, args, loss):
     flags = dict(loss="-l", lam="--lam", C="-c", tol="-e", max_epochs="-m", seed="--seed",
                  shrinking="--no-shrinking", fit_intercept="-B", intercept_scaling="-B",
                  epsilon="-p", class_weight="-wi", verbose="--verbose")
-    kwargs = {}
+    kwargs = dict(args.solver[2]) if args.solver else {}    # what a liblinear -s n implies
     for name, (value, explicit) in wanted.items():
         if explicit and name not in accepted:
             raise CLIError(f"solver {solver!r} has no option {flags[name]}")

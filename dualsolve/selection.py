@@ -110,7 +110,8 @@ def _extrapolated(done, lam, p, solver):
     inexact solves at large C on a9a, tripling the time of a path to C = 1024.) Other
     solvers, and one-vs-rest, start from the last model."""
     last = done[-2:]
-    if solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last):
+    if (solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last)
+            or last[-1].params.get("multi_class", "ovr") != "ovr"):
         return done[-1]
     s = np.log([m.params["lam"] for m in last])
     if len(set(s.tolist())) < len(s):

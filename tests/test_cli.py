@@ -468,7 +468,6 @@ def test_probability_needs_logistic(heart_file, tmp_path, capsys):
     (["-l", "cubic"], "argument -l: invalid choice: 'cubic'"),
     (["-s", "foo"], "unknown solver 'foo'"),
     (["-s", "9"], "liblinear has no solver 9"),
-    (["-s", "4"], "one-vs-rest"),
     (["-s", "5"], "L1-regularised"),
     (["-s", "6"], "L1-regularised"),
     (["-s", "3", "-l", "logistic"], "contradicts -s"),
@@ -678,3 +677,18 @@ def test_multi_class_data_trains(tmp_path, capsys):
     assert rc == 0
     m = dualsolve.load_model(tmp_path / "m")
     assert m.coef.shape == (3, 3) and np.mean(m.predict(X) == y) > 0.9
+
+
+def test_liblinear_s4_is_crammer_singer(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 4))
+    y = np.repeat([1, 2, 3], 40)
+    X[np.arange(120), y - 1] += 2
+    data = tmp_path / "three"
+    dualsolve.dump_svmlight(X, y, data)
+    rc, _, _ = run(["train", "-q", "-s", 4, "-e", 1e-8, data, tmp_path / "m"], capsys)
+    assert rc == 0
+    m = dualsolve.load_model(tmp_path / "m")
+    ref = dualsolve.train_sdca(X, y, loss="hinge", multi_class="crammer_singer", tol=1e-8)
+    assert m.params["multi_class"] == "crammer_singer"
+    np.testing.assert_array_equal(m.coef, ref.coef)

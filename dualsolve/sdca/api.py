@@ -4,11 +4,12 @@ import numpy as np
 from .._core import losses as _losses
 from .._driver import Result, Solver, fit, register
 from .._params import Anything, Boolean, Integral, Interval, Options, Real
-from ..model import warm_start_dual
-from . import _sdca
+from ..model import Model, warm_start_dual
+from . import _crammer_singer, _sdca
 from .intercept import SMOOTH_LOSSES, solve_free_intercept
 
 SAMPLING = {"permutation": 0, "uniform": 1}        # _sdca.pxd SAMPLE_*
+MULTI_CLASS = ("ovr", "crammer_singer")
 LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared", "epsilon_insensitive",
           "squared_epsilon_insensitive")
 
@@ -17,7 +18,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
                verbose=0, callback=None, warm_start=None, smoothing=None, epsilon=None,
                fit_intercept=False, penalize_intercept=True, intercept_scaling=1.0,
                check_every="auto", shrinking=True, sampling="permutation", sample_weight=None,
-               class_weight=None):
+               class_weight=None, multi_class="ovr"):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
     Solves, with ``n`` rows and ``w`` of length ``n_features``::
@@ -119,7 +120,38 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         gives class c the weight ``n / (k n_c)``. With more than two classes each row keeps
         its own class's weight in every one-vs-rest problem (scikit-learn's rule; liblinear
         weighs only the positive class of each).
-    More than two classes: one-vs-rest (``dualsolve.multiclass``), ``coef`` (k, n_features).
+    multi_class : {"ovr", "crammer_singer"}
+        How more than two classes are learnt. ``"ovr"`` (default): one-vs-rest, k binary
+        problems of the chosen loss (``dualsolve.multiclass``), ``coef`` (k, n_features).
+        ``"crammer_singer"``: one problem, the Crammer-Singer multi-class SVM (liblinear
+        ``-s 4``), see below; it requires ``loss="hinge"`` (its loss is a multi-class hinge;
+        any other loss is a ValueError).
+
+    Crammer-Singer (``multi_class="crammer_singer"``), k classes, ``W`` of k rows ``w_m``,
+    ``e_{ym} = 0`` if m == y else 1::
+
+        min_W  P(W) = (1/n) sum_i c_i max_m (e_{y_i m} + w_m.x_i - w_{y_i}.x_i)
+                      + (lam/2) ||W||_F^2
+
+    (liblinear's ``0.5 ||W||^2 + C sum_i max_m (...)`` divided by ``C n``, ``lam = 1/(C n)``),
+    through its dual over ``a`` (n, k): ``max (1/n) sum_i a_{i y_i} - (lam/2) ||W(a)||^2``,
+    ``w_m(a) = sum_i a_{im} x_i / (lam n)``, subject to ``a_{im} <= 0`` (m != y_i),
+    ``a_{i y_i} <= c_i`` and ``sum_m a_{im} = 0`` for every row. Each step maximises the dual
+    over one row's k variables exactly (a sort, O(k log k)) and updates W in O(k nnz(x_i));
+    rows in a random permutation each epoch (or ``sampling="uniform"``). The exact gap
+    ``P(W) - D(a)`` (fresh scores, compensated sums, W recomputed from ``a`` before it
+    certifies) stops the solve at ``<= tol * P(0)``, ``P(0) = (1/n) sum_i c_i`` (1 without
+    weights); ``check_every`` as above. ``sample_weight`` / ``class_weight`` give ``c_i``,
+    which scales row i's loss and bounds its dual box (liblinear's ``-wi`` per class);
+    ``fit_intercept`` appends the constant feature (``intercept`` (k,)); ``shrinking`` does
+    not apply (every row is visited every epoch). The model: ``coef`` (k, n_features),
+    ``intercept`` (k,), ``dual`` ``a`` (n, k), predictions the class of the largest score.
+    With two classes the objective is still Crammer-Singer's (liblinear does the same), and
+    the model is binary: ``coef = w_1 - w_0`` (the same predictions as the two rows),
+    ``dual = 2 a[:, 1]`` (so that ``coef = X^T dual / (lam n)``; it is the binary hinge
+    problem at ``lam / 2``). ``warm_start``: a Crammer-Singer Model of the same classes (or
+    its ``dual`` array, (n, k)), e.g. from a nearby ``lam``; a one-vs-rest model is refused.
+    The callback's ``info["coef"]`` is W (k, n_features) during the solve.
 
     Returns
     -------
@@ -132,6 +164,11 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
 
 
 def _engine(p, o, mon):
+    if o["multi_class"] == "crammer_singer":
+        if o["fit_intercept"] and not o["penalize_intercept"]:
+            raise ValueError("multi_class='crammer_singer' has a penalised intercept only "
+                             "(fit_intercept=True with penalize_intercept=True, liblinear's -B)")
+        return _crammer_singer_engine(p, o, mon)
     if o["fit_intercept"] and not o["penalize_intercept"]:
         return _free_intercept_engine(p, o, mon)
     bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
@@ -178,6 +215,80 @@ def initial_dual(warm_start, y, loss, param, n, weight=None):
     return alpha
 
 
+def _crammer_singer_engine(p, o, mon):
+    """The Crammer-Singer solve of ``train_sdca(..., multi_class="crammer_singer")``."""
+    if p.loss != "hinge":
+        raise ValueError(f"multi_class='crammer_singer' is the multi-class hinge loss: it "
+                         f"takes loss='hinge'; got loss={p.loss!r}")
+    k = p.classes.shape[0]
+    codes = p.codes if p.codes is not None else (p.y > 0).astype(np.intp)
+    codes = np.ascontiguousarray(codes, dtype=np.intp)
+    bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
+    alpha = crammer_singer_dual(p.warm_start, codes, p.classes, p.weight, p.n)
+    W = np.zeros((p.d + (1 if bias else 0), k))
+    mon.set_coef(W[:p.d].T)
+    check = 0 if o["check_every"] == "auto" else o["check_every"]
+    status, n_epochs, primal, dual, gap, p0 = _crammer_singer.solve(
+        p.X.data, p.X.indices, p.X.indptr, p.d, codes, k, p.lam, bias, W, alpha, p.tol,
+        p.max_epochs, check, SAMPLING[o["sampling"]], o["shrinking"], p.seed, mon,
+        weight=p.weight)
+    coef = np.ascontiguousarray(W[:p.d].T)
+    intercept = W[p.d] * bias if bias else np.zeros(k)
+    info = dict(p0=p0)
+    if k == 2:      # the binary model of the same predictions (see the docstring)
+        return Result(status, n_epochs, coef=coef[1] - coef[0],
+                      intercept=float(intercept[1] - intercept[0]), dual=2.0 * alpha[:, 1],
+                      measure=gap, threshold=p.tol * p0, info=info)
+    return Result(status, n_epochs, coef=coef, intercept=intercept, dual=alpha, measure=gap,
+                  threshold=p.tol * p0, info=info)
+
+
+def crammer_singer_dual(warm_start, codes, classes, weight, n):
+    """The Crammer-Singer dual variables (n, k) to start from: zeros, or a warm start (a
+    Crammer-Singer Model of the same classes or an (n, k) array; with two classes also the
+    binary model's ``dual`` of n entries, ``2 a[:, 1]``), checked to be feasible: ``a_im <= 0``
+    for m != y_i, ``a_iy <= c_i``, row sums 0 to rounding (then restored exactly through
+    ``a_iy``), zeros on rows of weight 0."""
+    k = classes.shape[0]
+    if warm_start is None:
+        return np.zeros((n, k))
+    if isinstance(warm_start, Model):
+        if warm_start.params.get("multi_class") != "crammer_singer":
+            raise ValueError("warm_start for multi_class='crammer_singer' must be a "
+                             "Crammer-Singer Model (multi_class='crammer_singer'); this one "
+                             f"has multi_class={warm_start.params.get('multi_class')!r}")
+        if warm_start.classes is None or not np.array_equal(warm_start.classes, classes):
+            raise ValueError(f"warm_start must be a Model of the classes {classes.tolist()}; "
+                             f"its classes are {None if warm_start.classes is None else warm_start.classes.tolist()}")
+        if warm_start.dual is None:
+            raise ValueError("warm_start model has no dual variables (saved without them?)")
+        warm_start = warm_start.dual
+    a = np.array(warm_start, dtype=np.float64, copy=True)
+    if k == 2 and a.shape == (n,):
+        a = np.column_stack([-0.5 * a, 0.5 * a])
+    if a.shape != (n, k):
+        raise ValueError(f"warm_start must hold ({n}, {k}) Crammer-Singer dual variables (one "
+                         f"row per row of X, one column per class); got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("warm_start contains NaN or infinity")
+    c = np.ones(n) if weight is None else weight
+    rows = np.arange(n)
+    own = a[rows, codes]
+    others = a.sum(axis=1) - own
+    off = a.copy()
+    off[rows, codes] = 0.0
+    slack = 1e-9 * np.maximum(c, 1.0)
+    if (off > 0).any() or (own > c + slack).any() or \
+            (np.abs(own + others) > slack * k).any():
+        raise ValueError("warm_start dual variables are not feasible for Crammer-Singer on "
+                         "these labels (a_im <= 0 for the other classes, a_iy <= c_i, each row "
+                         "summing to 0): was it trained on other labels or weights?")
+    if weight is not None and (a[weight == 0] != 0).any():
+        raise ValueError("warm_start has nonzero dual variables on rows of weight 0")
+    a[rows, codes] = -others
+    return a
+
+
 SDCA = register(Solver(
     name="sdca", family="sdca",
     summary="exact dual coordinate ascent with liblinear's loop (shrinking, permutations)",
@@ -189,7 +300,8 @@ SDCA = register(Solver(
                 shrinking=[Boolean()],
                 sampling=[Options(*SAMPLING)],
                 sample_weight=[None, Anything("an array of n weights")],
-                class_weight=[None, Anything("a dict or 'balanced'")]),
+                class_weight=[None, Anything("a dict or 'balanced'")],
+                multi_class=[Options(*MULTI_CLASS)]),
     weights=True,
     history=("gap_estimate", "n_active"),
     certificate="duality gap P(w) - D(a) <= tol * P(0)",

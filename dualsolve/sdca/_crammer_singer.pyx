@@ -1,0 +1,506 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Crammer-Singer multi-class SVM by exact dual coordinate ascent, one row (k variables) at a
+time (Keerthi et al. 2008, "A sequential dual method for large scale multi-class linear
+SVMs"; liblinear ``-s 4``). The problem, the layouts and the status are in the .pxd.
+
+Row i's variables a_i (k of them) maximise the dual with the other rows fixed: with
+``q = ||x_i||^2 / (lam n)`` and ``G_m = w_m.x_i + e_{y m}``, the step minimises
+``(q/2) ||a' - a_i||^2 + <a' - a_i, G>`` over ``{a'_m <= C_m, sum_m a'_m = 0}`` (``C_y = c_i``,
+``C_m = 0`` otherwise), a Euclidean projection whose KKT conditions read
+``a'_m = C_m - max(0, v_m - beta) / q`` with ``v_m = G_m - q a_m + q C_m`` and ``beta`` the
+root of ``sum_m max(0, v_m - beta) = q c_i``: sort v in decreasing order; beta is
+``(v_(1) + ... + v_(r) - q c_i) / r`` for the largest r whose v_(r) lies above it.
+
+Shrinking (``opt.shrinking``; liblinear's idea, a row-level rule): the row's feasible set is
+a scaled simplex whose vertices are ``a_i = 0`` and ``a_{iy} = c_i, a_{im} = -c_i`` (one class
+m); a row at a vertex whose class ``v`` (y at 0, m at the other) leads every other ``G_j`` by
+more than the largest KKT violation seen in the previous pass is dropped from the active
+rows. Such a row's Fenchel-Young gap is exactly 0. Every exact check recomputes all the
+scores (shrunk rows included: the certificate covers every row) and re-activates the shrunk
+rows whose class no longer strictly leads.
+
+The pass also sees, before each step, the row's Fenchel-Young gap
+``c_i max_m G_m - c_i G_y + <a_i, G>`` (its share of n times the duality gap), whose mean
+predicts the gap and schedules the exact checks (``dualsolve.sdca.schedule``).
+"""
+from libc.math cimport INFINITY, NAN
+from libc.stdlib cimport malloc, free, qsort
+from libc.string cimport memset, memcpy
+
+import numpy as np
+
+from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY)
+from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
+from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
+from dualsolve._core.buffers cimport double_ptr
+from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
+
+
+cdef CsOptions cs_default_options() noexcept nogil:
+    cdef CsOptions o
+    o.tol = 1e-6
+    o.max_epochs = 5000
+    o.check_every = 0
+    o.sampling = CS_SAMPLE_PERMUTATION
+    o.shrinking = 1
+    o.seed = 0
+    o.poll_work = 1 << 24
+    return o
+
+
+cdef int _descending(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
+    return -1 if x > y else (1 if x < y else 0)
+
+
+cdef void cs_subproblem(const double* G, const double* a, double q, Py_ssize_t y, double c,
+                        Py_ssize_t k, double* a_new, double* v) noexcept nogil:
+    cdef Py_ssize_t m, r
+    cdef double beta, s
+    for m in range(k):
+        v[m] = G[m] - q * a[m]
+    v[y] += q * c
+    memcpy(a_new, v, k * sizeof(double))      # a_new holds v until the end
+    qsort(v, k, sizeof(double), _descending)
+    # r = 1 always qualifies (v_(1) - (v_(1) - q c) = q c > 0); the condition
+    # v_(r) > (v_(1) + ... + v_(r) - q c) / r holds for r = 1..rho and fails after
+    s = v[0]
+    beta = s - q * c
+    r = 1
+    while r < k:
+        if v[r] * (r + 1) <= s + v[r] - q * c:
+            break
+        s += v[r]
+        r += 1
+        beta = (s - q * c) / r
+    for m in range(k):
+        s = a_new[m] - beta
+        a_new[m] = (c if m == y else 0.0) - (s / q if s > 0.0 else 0.0)
+
+
+ctypedef struct _Work:
+    double* sqnorm            # n: ||x_i||^2 + bias^2
+    Py_ssize_t* index         # n: the row order; active rows in [0, n_active)
+    unsigned char* leads      # n: at the last check, the row's vertex class strictly led
+    Py_ssize_t n_active
+    double viol_old           # largest KKT violation of the previous pass (shrinking threshold)
+    double* G                 # k: scores plus margins of the row
+    double* a_new             # k
+    double* v                 # k (sort buffer)
+    double* dval              # k: nonzero steps of the row, times 1/(lam n)
+    Py_ssize_t* dind          # k: their classes
+    rng_state rng
+    double pass_gap           # sum of the Fenchel-Young gaps seen during the last pass
+    Py_ssize_t visits         # rows visited by the last pass
+    double pass_cost          # its work (multiply-adds, model)
+    Py_ssize_t since_poll     # work since the last poll of the hook
+
+
+cdef inline void _scores(const floating* data, const index_t* ind, Py_ssize_t nnz,
+                         const double* w, Py_ssize_t k, double bias, Py_ssize_t d,
+                         double* z) noexcept nogil:
+    """z[m] = w_m.x (+ bias w_m[d]) for every class m: k consecutive weights per nonzero."""
+    cdef Py_ssize_t t, m
+    cdef const double* wp
+    cdef double x
+    for m in range(k):
+        z[m] = 0.0
+    for t in range(nnz):
+        x = data[t]
+        wp = w + <Py_ssize_t>ind[t] * k
+        for m in range(k):
+            z[m] += x * wp[m]
+    if bias != 0.0:
+        wp = w + d * k
+        for m in range(k):
+            z[m] += bias * wp[m]
+
+
+cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
+                  CsProblem* P) noexcept nogil:
+    """w = X^T alpha / (lam n), from scratch."""
+    cdef Py_ssize_t i, t, m, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef double scale = 1.0 / (P.lam * P.n), x
+    cdef const double* ai
+    cdef double* wp
+    cdef bint nonzero
+    memset(P.w, 0, dw * k * sizeof(double))
+    for i in range(P.n):
+        ai = P.alpha + i * k
+        nonzero = False
+        for m in range(k):
+            if ai[m] != 0.0:
+                nonzero = True
+                break
+        if not nonzero:
+            continue
+        start = indptr[i]
+        for t in range(start, indptr[i + 1]):
+            x = data[t] * scale
+            wp = P.w + <Py_ssize_t>indices[t] * k
+            for m in range(k):
+                wp[m] += ai[m] * x
+        if P.bias != 0.0:
+            wp = P.w + P.d * k
+            x = P.bias * scale
+            for m in range(k):
+                wp[m] += ai[m] * x
+
+
+cdef inline Py_ssize_t _vertex(const double* a, Py_ssize_t y, double c,
+                               Py_ssize_t k) noexcept nogil:
+    """The class v of the vertex the row is at (y for a = 0; m for a_y = c, a_m = -c), or -1."""
+    cdef Py_ssize_t m, v = y
+    if a[y] == 0.0:
+        for m in range(k):
+            if a[m] != 0.0:
+                return -1
+        return y
+    if a[y] != c:
+        return -1
+    for m in range(k):
+        if m != y and a[m] != 0.0:
+            if a[m] != -c or v != y:
+                return -1
+            v = m
+    return v if v != y else -1
+
+
+cdef inline double _lead(const double* G, Py_ssize_t v, Py_ssize_t k) noexcept nogil:
+    """G_v - max_{j != v} G_j."""
+    cdef Py_ssize_t j
+    cdef double mx = -INFINITY
+    for j in range(k):
+        if j != v and G[j] > mx:
+            mx = G[j]
+    return G[v] - mx
+
+
+cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
+                 CsProblem* P, _Work* S, double* primal, double* dual, double* gap) noexcept nogil:
+    """Exact primal, dual and gap, every score recomputed, compensated sums; re-activates
+    the shrunk rows whose vertex class no longer strictly leads."""
+    cdef Py_ssize_t i, m, y, v, pos, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef double c, mx, t, loss_sum, ay_sum, wn
+    cdef double* z = S.G
+    cdef KahanSum ls = ksum_new(), ys = ksum_new(), ws = ksum_new()
+    for i in range(P.n):
+        c = P.weight[i] if P.weight != NULL else 1.0
+        y = P.label[i]
+        ksum_add(&ys, P.alpha[i * k + y])
+        if c == 0.0:
+            continue
+        start = indptr[i]
+        _scores(data + start, indices + start, indptr[i + 1] - start, P.w, k, P.bias, P.d, z)
+        mx = z[y]
+        for m in range(k):
+            if m != y:
+                t = z[m] + 1.0
+                if t > mx:
+                    mx = t
+        ksum_add(&ls, c * (mx - z[y]))
+        if S.n_active < P.n:
+            for m in range(k):
+                if m != y:
+                    z[m] += 1.0
+            v = _vertex(P.alpha + i * k, y, c, k)
+            S.leads[i] = v >= 0 and _lead(z, v, k) > 0.0
+    pos = S.n_active
+    while pos < P.n:
+        i = S.index[pos]
+        if not S.leads[i]:
+            S.index[pos] = S.index[S.n_active]
+            S.index[S.n_active] = i
+            S.n_active += 1
+        pos += 1
+    for i in range(dw * k):
+        ksum_add(&ws, P.w[i] * P.w[i])
+    loss_sum, ay_sum, wn = ksum_value(&ls), ksum_value(&ys), ksum_value(&ws)
+    primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
+    dual[0] = ay_sum / P.n - 0.5 * P.lam * wn
+    gap[0] = (loss_sum - ay_sum) / P.n + P.lam * wn
+
+
+cdef int _epoch(const floating* data, const index_t* indices, const index_t* indptr,
+                CsProblem* P, const CsOptions* opt, _Work* S,
+                epoch_hook hook, void* ctx) noexcept nogil:
+    """One pass of exact row steps; 0, or the status a poll of the hook asked to stop with."""
+    cdef Py_ssize_t n = P.n, k = P.k, d = P.d
+    cdef double* w = P.w
+    cdef double* alpha = P.alpha
+    cdef const double* weight = P.weight
+    cdef const Py_ssize_t* label = P.label
+    cdef double* G = S.G
+    cdef double* dval = S.dval
+    cdef Py_ssize_t* dind = S.dind
+    cdef double bias = P.bias, scale = 1.0 / (P.lam * P.n)
+    cdef bint permute = opt.sampling == CS_SAMPLE_PERMUTATION, shrink = opt.shrinking != 0
+    cdef Py_ssize_t step = 0, pos = 0, n_active = S.n_active, i, m, r, y, v, nz, start, nnz, t
+    cdef double c, q, gmax, gmin, ag, x, delta, pass_gap = 0.0, cost = 0.0, work
+    cdef double viol_old = S.viol_old, viol_max = 0.0
+    cdef double* ai
+    cdef double* wp
+    cdef int stop = 0
+    S.visits = 0
+    if permute:
+        rng_shuffle(&S.rng, S.index, n_active)
+    while True:
+        if permute:
+            if pos >= n_active:
+                break
+        else:
+            if step >= n_active:
+                break
+            pos = <Py_ssize_t>rng_below(&S.rng, <unsigned long long>n_active)
+        step += 1
+        i = S.index[pos]
+        pos += 1
+        S.visits += 1
+        c = weight[i] if weight != NULL else 1.0
+        if c == 0.0:                # out of the problem: its variables stay 0
+            continue
+        y = label[i]
+        start = indptr[i]
+        nnz = indptr[i + 1] - start
+        _scores(data + start, indices + start, nnz, w, k, bias, d, G)
+        ai = alpha + i * k
+        gmax = -INFINITY
+        gmin = INFINITY
+        ag = 0.0
+        for m in range(k):
+            if m != y:
+                G[m] += 1.0
+            if G[m] > gmax:
+                gmax = G[m]
+            ag += ai[m] * G[m]
+            if ai[m] < (c if m == y else 0.0) and G[m] < gmin:
+                gmin = G[m]
+        work = <double>k * (nnz + 2)
+        cost += work
+        S.since_poll += <Py_ssize_t>work
+        if shrink:
+            v = _vertex(ai, y, c, k)
+            if v >= 0 and _lead(G, v, k) > viol_old:
+                # strictly optimal at a vertex by more than last pass's violations: drop it
+                # (swap to the end of the active rows; this position is visited again)
+                pos -= 1
+                n_active -= 1
+                S.index[pos] = S.index[n_active]
+                S.index[n_active] = i
+                continue
+        pass_gap += c * (gmax - G[y]) + ag
+        if gmax <= gmin:            # KKT: no feasible direction improves the row
+            continue
+        if gmax - gmin > viol_max:
+            viol_max = gmax - gmin
+        q = S.sqnorm[i] * scale
+        if q <= 0.0:
+            # an empty row (no bias): the dual is linear in a_i, maximal at a_y = c; its
+            # score is 0 whatever W, so spread the rest evenly
+            for m in range(k):
+                ai[m] = c if m == y else -c / (k - 1)
+            continue
+        cs_subproblem(G, ai, q, y, c, k, S.a_new, S.v)
+        nz = 0
+        for m in range(k):
+            delta = S.a_new[m] - ai[m]
+            if delta != 0.0:
+                ai[m] = S.a_new[m]
+                dind[nz] = m
+                dval[nz] = delta * scale
+                nz += 1
+        for t in range(start, start + nnz):
+            x = data[t]
+            wp = w + <Py_ssize_t>indices[t] * k
+            for r in range(nz):
+                wp[dind[r]] += dval[r] * x
+        if bias != 0.0:
+            wp = w + d * k
+            for r in range(nz):
+                wp[dind[r]] += dval[r] * bias
+        work = <double>nz * (nnz + 1) + 4.0 * k
+        cost += work
+        S.since_poll += <Py_ssize_t>work
+        if hook != NULL and S.since_poll >= opt.poll_work:
+            S.since_poll = 0
+            stop = hook(ctx, -1, NULL)
+            if stop != 0:
+                break
+    S.pass_gap = pass_gap
+    S.pass_cost = cost
+    S.n_active = n_active
+    # shrink next pass only against this pass's largest violation (liblinear's thresholds)
+    S.viol_old = viol_max if viol_max > 0.0 else INFINITY
+    return stop
+
+
+cdef void _free_work(_Work* S) noexcept nogil:
+    free(S.sqnorm)
+    free(S.index)
+    free(S.leads)
+    free(S.G)
+    free(S.a_new)
+    free(S.v)
+    free(S.dval)
+    free(S.dind)
+
+
+cdef int cs_run(const floating* data, const index_t* indices, const index_t* indptr,
+                CsProblem* P, const CsOptions* opt, CsResult* res,
+                epoch_hook hook, void* ctx) noexcept nogil:
+    """Solve to ``gap <= tol * P(0)`` (tol > 0) or ``max_epochs``; returns ``res.status``."""
+    cdef Py_ssize_t i, m, epoch, n = P.n, k = P.k, nn = P.n if P.n > 0 else 1
+    cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, estimate
+    cdef double predicted = NAN, check_cost = 0.0, c
+    cdef CheckSchedule sched
+    cdef bint checked, certify, cold = True
+    cdef int stop
+    cdef double values[CS_HOOK_VALUES]
+    cdef _Work S
+    res.n_epochs = 0
+    res.primal = NAN
+    res.dual = NAN
+    res.gap = NAN
+    res.p0 = NAN
+    S.sqnorm = <double*>malloc(nn * sizeof(double))
+    S.index = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
+    S.leads = <unsigned char*>malloc(nn * sizeof(unsigned char))
+    S.G = <double*>malloc(k * sizeof(double))
+    S.a_new = <double*>malloc(k * sizeof(double))
+    S.v = <double*>malloc(k * sizeof(double))
+    S.dval = <double*>malloc(k * sizeof(double))
+    S.dind = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
+    if (S.sqnorm == NULL or S.index == NULL or S.leads == NULL or S.G == NULL or S.a_new == NULL or S.v == NULL
+            or S.dval == NULL or S.dind == NULL):
+        _free_work(&S)
+        res.status = STATUS_NO_MEMORY
+        return res.status
+    for i in range(n):
+        S.sqnorm[i] = sparse_sqnorm(data + indptr[i], indptr[i + 1] - indptr[i]) \
+            + P.bias * P.bias
+        S.index[i] = i
+        c = P.weight[i] if P.weight != NULL else 1.0
+        p0 += c
+        check_cost += <double>k * (indptr[i + 1] - indptr[i] + 2)
+        for m in range(k):
+            if P.alpha[i * k + m] != 0.0:
+                cold = False
+    p0 /= n
+    S.since_poll = 0
+    S.n_active = n
+    S.viol_old = INFINITY
+    rng_seed(&S.rng, opt.seed)
+    schedule_init(&sched, opt.check_every, check_cost)
+    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
+    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    res.p0 = p0
+    res.status = STATUS_MAX_EPOCHS
+
+    if cold:                        # W = 0: every row's max is 1, the dual is 0
+        memset(P.w, 0, (P.d + (1 if P.bias != 0.0 else 0)) * k * sizeof(double))
+        primal, dual, gap = p0, 0.0, p0
+    else:
+        _resync(data, indices, indptr, P)
+        _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+    epoch = 0
+    if gap <= target:
+        res.status = STATUS_CONVERGED
+    if hook != NULL:
+        values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
+        values[4] = <double>n
+        stop = hook(ctx, 0, values)
+        if stop != 0 and res.status != STATUS_CONVERGED:
+            res.status = stop
+    while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
+        epoch += 1
+        stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
+        if stop != 0:               # cut short by a poll (Ctrl-C): no check, no report
+            res.status = stop
+            break
+        # shrunk rows have no gap: the active rows' mean, scaled to the n rows
+        estimate = NAN if opt.check_every == 1 else \
+            S.pass_gap / (S.visits if S.visits else 1) * S.n_active / n
+        checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, S.pass_cost,
+                                     target, &predicted)
+        if checked:
+            # a check expected to succeed resyncs first and certifies in one go
+            certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
+            if certify:
+                _resync(data, indices, indptr, P)
+            _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+            if gap <= target and not certify:
+                # certify: remove the rounding drift of the incremental w, then re-check
+                certify = True
+                _resync(data, indices, indptr, P)
+                _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+            if certify and gap <= target:
+                res.status = STATUS_CONVERGED
+        if hook != NULL:
+            values[0] = primal if checked else NAN
+            values[1] = dual if checked else NAN
+            values[2] = gap if checked else NAN
+            values[3] = estimate
+            values[4] = <double>S.n_active
+            stop = hook(ctx, epoch, values)
+            if stop != 0 and res.status != STATUS_CONVERGED:
+                res.status = stop
+    _free_work(&S)
+    res.n_epochs = epoch
+    res.primal = primal
+    res.dual = dual
+    res.gap = gap
+    return res.status
+
+
+# ---------------------------------------------------------------------------------------
+# the engine's Python entry (train_sdca(..., multi_class="crammer_singer")): history, verbose
+# lines, callback and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)
+
+
+def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+          Py_ssize_t n_features, const Py_ssize_t[::1] label, Py_ssize_t n_classes,
+          double lam, double bias, double[:, ::1] w, double[:, ::1] alpha, double tol,
+          Py_ssize_t max_epochs, Py_ssize_t check_every, int sampling, bint shrinking,
+          unsigned long long seed, mon, weight=None, Py_ssize_t poll_work=0):
+    """Run cs_run on validated arrays: ``w`` (n_features + (bias != 0), n_classes) and
+    ``alpha`` (n, n_classes) are written in place (alpha may hold a feasible warm start),
+    reporting every epoch to ``mon`` (which must expect CS_HOOK_VALUES values).
+    Returns (status, n_epochs, primal, dual, gap, p0)."""
+    cdef CsProblem P
+    cdef CsOptions opt = cs_default_options()
+    cdef CsResult res
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    if n_classes < 2:
+        raise ValueError(f"Crammer-Singer needs at least 2 classes; got {n_classes}")
+    if label.shape[0] != n or alpha.shape[0] != n or alpha.shape[1] != n_classes:
+        raise ValueError(f"label {label.shape[0]} and alpha {alpha.shape[0]} x "
+                         f"{alpha.shape[1]} for {n} rows and {n_classes} classes")
+    if w.shape[0] != n_features + (1 if bias != 0.0 else 0) or w.shape[1] != n_classes:
+        raise ValueError(f"w has shape ({w.shape[0]}, {w.shape[1]})")
+    if mon.n_values != CS_HOOK_VALUES:
+        raise ValueError(f"the monitor expects {mon.n_values} values; cs_run reports "
+                         f"{CS_HOOK_VALUES}")
+    if np.any(np.asarray(label) < 0) or np.any(np.asarray(label) >= n_classes):
+        raise ValueError(f"labels must be class indices in [0, {n_classes})")
+    P.n = n
+    P.d = n_features
+    P.k = n_classes
+    P.label = &label[0]
+    P.weight = double_ptr(weight, n, "weight")
+    P.lam = lam
+    P.bias = bias
+    P.w = &w[0, 0]
+    P.alpha = &alpha[0, 0]
+    opt.tol = tol
+    opt.max_epochs = max_epochs
+    opt.check_every = check_every
+    opt.sampling = sampling
+    opt.shrinking = shrinking
+    opt.seed = seed
+    if poll_work > 0:
+        opt.poll_work = poll_work
+    with nogil:
+        cs_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)
