@@ -167,3 +167,27 @@ def yacht(spectral):
 def adf_fixtures():
     """The module tests/helpers/adfsdca_fixtures.py: the synthetic F1-F3 problems."""
     return _helper_module("adfsdca_fixtures")
+
+
+# ---------------------------------------------------------------------------------------
+# multi-class: a real UCI set from DUALSOLVE_DATA
+
+
+@pytest.fixture(scope="session")
+def satellite():
+    """Statlog satellite (6 classes, string labels), features scaled to [0, 1], as CSR;
+    skips without DUALSOLVE_DATA."""
+    import csv
+    import lzma
+    import os
+    data = os.environ.get("DUALSOLVE_DATA")
+    path = os.path.join(data or "", "uci_classification", "satellite_statlog.csv.xz")
+    if not data or not os.path.exists(path):
+        pytest.skip("satellite needs DUALSOLVE_DATA")
+    with lzma.open(path, "rt") as f:
+        rows = list(csv.reader(f))
+    j = rows[0].index("classes")
+    y = np.array([r[j] for r in rows[1:]])
+    X = np.array([[float(v) for i, v in enumerate(r) if i != j] for r in rows[1:]])
+    X = (X - X.min(0)) / (X.max(0) - X.min(0))
+    return sp.csr_matrix(X), y

@@ -2,8 +2,6 @@
 optimum of an independent QP solve, liblinear's optimum on a real multi-class set, the
 certificate, and the contract (seeds, callback, Ctrl-C inside an epoch, warm starts, bad
 input, out of memory)."""
-import csv
-import lzma
 import os
 import signal
 import threading
@@ -19,7 +17,6 @@ from dualsolve._core import status as _status
 from dualsolve._monitor import EpochMonitor
 from dualsolve.sdca import _crammer_singer
 
-DATA = os.environ.get("DUALSOLVE_DATA")
 CS = dict(loss="hinge", multi_class="crammer_singer")
 
 
@@ -148,25 +145,6 @@ def test_the_certificate_bounds_the_suboptimality(small):
     assert seen[-1][0] < 0.1 * seen[0][0]
 
 
-def load_uci(name, label_column):
-    path = os.path.join(DATA or "", "uci_classification", name)
-    if not DATA or not os.path.exists(path):
-        pytest.skip(f"{name} needs DUALSOLVE_DATA")
-    with lzma.open(path, "rt") as f:
-        rows = list(csv.reader(f))
-    header, rows = rows[0], rows[1:]
-    j = header.index(label_column)
-    y = np.array([r[j] for r in rows])
-    X = np.array([[float(v) for i, v in enumerate(r) if i != j] for r in rows])
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def satellite():
-    """Statlog satellite, 6 classes with string labels, features scaled to [0, 1]."""
-    X, y = load_uci("satellite_statlog.csv.xz", "classes")
-    X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    return sp.csr_matrix(X), y
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -356,3 +334,18 @@ def test_bad_input(small):
     other = train(Xs, np.char.upper(y), lam=lam, tol=1e-2)
     with pytest.raises(ValueError, match="must be a Model of the classes"):
         train(Xs, y, lam=lam, warm_start=other)
+
+
+def test_liblinear_reads_our_crammer_singer_file(tmp_path):
+    liblinear = pytest.importorskip("liblinear.liblinearutil")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 5))
+    y = np.repeat([1.0, 2.0, 3.0], 50)
+    X[np.arange(150), (y - 1).astype(int)] += 1.5
+    m = ds.train_sdca(X, y, loss="hinge", multi_class="crammer_singer", tol=1e-8)
+    path = str(tmp_path / "cs.liblinear")
+    m.save(path, format="liblinear")
+    assert open(path).readline().split() == ["solver_type", "MCSVM_CS"]
+    lm = liblinear.load_model(path)
+    pred = np.array(liblinear.predict(y, X, lm, "-q")[0])
+    np.testing.assert_array_equal(pred, m.predict(X))

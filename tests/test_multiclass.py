@@ -1,39 +1,15 @@
 """One-vs-rest over every binary classifier: each class's row is that class's binary
 solve, the fit matches liblinear's one-vs-rest, and the per-class story is told."""
-import csv
-import lzma
-import os
 import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import dualsolve as ds
 from dualsolve._driver import solvers
 
-DATA = os.environ.get("DUALSOLVE_DATA")
 
 
-def load_uci(name, label_column):
-    path = os.path.join(DATA or "", "uci_classification", name)
-    if not DATA or not os.path.exists(path):
-        pytest.skip(f"{name} needs DUALSOLVE_DATA")
-    with lzma.open(path, "rt") as f:
-        rows = list(csv.reader(f))
-    header, rows = rows[0], rows[1:]
-    j = header.index(label_column)
-    y = np.array([r[j] for r in rows])
-    X = np.array([[float(v) for i, v in enumerate(r) if i != j] for r in rows])
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def satellite():
-    """Statlog satellite, 6 classes with string labels, features scaled to [0, 1]."""
-    X, y = load_uci("satellite_statlog.csv.xz", "classes")
-    X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    return sp.csr_matrix(X), y
 
 
 @pytest.fixture(scope="module")
