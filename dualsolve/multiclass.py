@@ -30,12 +30,6 @@ def fit_one_vs_rest(solver, p, options, run):
     """k binary fits of ``solver`` on the validated problem ``p`` (``p.codes`` set) with
     ``run(solver, problem, options) -> Model``; returns the combined Model."""
     k = p.classes.shape[0]
-    if solver.family == "mixup":
-        raise ValueError(f"{solver.function_name} takes two classes: y has {k} distinct values "
-                         f"({', '.join(map(repr, p.classes[:5].tolist()))}"
-                         f"{', ...' if k > 5 else ''}); one-vs-rest kernel models are not "
-                         "available yet (train one model per class against the rest; soft "
-                         "labels in [-1, 1]: train_mixup_sdca(..., soft_labels=True))")
     starts = _warm_starts(p.warm_start, p.classes)
     models = []
     for c in range(k):
@@ -85,9 +79,13 @@ def _warm_starts(warm_start, classes):
 
 
 def combine(models, classes, n_features):
-    """One Model from the per-class models (classes not reached get zero weights)."""
+    """One Model from the per-class models (classes not reached get zero weights). Kernel
+    models (no coef) combine their dual variables, one column per class, over the same
+    training points (the mixup plan does not depend on the labels)."""
     k = classes.shape[0]
     first = models[0]
+    if first.coef.size == 0 and first.dual is not None:
+        n_features = 0
     coef = np.zeros((k, n_features))
     intercept = np.zeros(k)
     has_dual = all(m.dual is not None for m in models)
@@ -102,9 +100,15 @@ def combine(models, classes, n_features):
     params = dict(first.params)
     params.update(multi_class="ovr", class_stop_reasons=reasons,
                   class_n_epochs=[int(m.n_epochs) for m in models])
-    return Model(coef=coef, intercept=intercept, dual=dual, history=_histories(models),
-                 stop_reason=stop, n_epochs=sum(int(m.n_epochs) for m in models),
-                 solver=first.solver, params=params, classes=classes)
+    extra = {}
+    if n_features == 0:                     # kernel models: the shared rows and mixup plan
+        extra = first.extra
+        for m in models[1:]:
+            if any(not np.array_equal(m.extra[key], value) for key, value in extra.items()):
+                raise RuntimeError("one-vs-rest kernel models trained on different points")
+    return type(first)(coef=coef, intercept=intercept, dual=dual, history=_histories(models),
+                       stop_reason=stop, n_epochs=sum(int(m.n_epochs) for m in models),
+                       solver=first.solver, params=params, classes=classes, extra=extra)
 
 
 def _histories(models):

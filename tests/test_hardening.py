@@ -122,8 +122,9 @@ def test_soft_labels_only_when_asked(heart):
     hard = ds.train_mixup_sdca(X, soft, tol=1e-8)
     np.testing.assert_array_equal(hard.classes, [-0.2, 0.6])
     np.testing.assert_allclose(hard.coef, ds.train_mixup_sdca(X, y, tol=1e-8).coef, atol=1e-12)
-    with pytest.raises(ValueError, match="3 distinct values.*soft_labels=True"):
-        ds.train_mixup_sdca(X, np.where(y > 0, 0.5, np.where(X[:, 0].toarray().ravel() > 0, 0, -1)))
+    # three values without the flag are three classes (one-vs-rest), never soft labels
+    three = ds.train_mixup_sdca(X, np.where(y > 0, 0.5, np.where(X[:, 0].toarray().ravel() > 0, 0, -1)))
+    np.testing.assert_array_equal(three.classes, [-1.0, 0.0, 0.5])
     with pytest.raises(ValueError, match="soft_labels=True needs n_mix=0"):
         ds.train_mixup_sdca(X, y, soft_labels=True, n_mix=10)
     with pytest.raises(ValueError, match=r"y must lie in \[-1, 1\]"):

@@ -64,8 +64,7 @@ def test_matches_liblinear_one_vs_rest(satellite):
 
 
 BINARY = sorted(name for name, s in solvers().items()
-                if s.task(s.losses[0], {"soft_labels": False}) == "binary" and s.family != "mixup")
-KERNEL = sorted(name for name, s in solvers().items() if s.family == "mixup")
+                if s.task(s.losses[0], {"soft_labels": False}) == "binary")
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -82,11 +81,22 @@ def test_every_binary_classifier_goes_one_vs_rest(name, three_classes):
     assert len(m.params["class_stop_reasons"]) == 3
 
 
-@pytest.mark.parametrize("name", KERNEL)
-def test_kernel_models_refuse_more_than_two_classes(name, three_classes):
+@pytest.mark.parametrize("kw", [dict(kernel="rbf"), dict(kernel="rbf", n_mix=100)])
+def test_kernel_models_go_one_vs_rest(kw, three_classes, tmp_path):
+    """A column of dual variables per class over the same (mixup-augmented) points: each
+    the binary solve of that class, and the model file keeps them."""
     X, y = three_classes
-    with pytest.raises(ValueError, match="takes two classes"):
-        getattr(ds, "train_" + name)(X, y)
+    m = ds.train_mixup_sdca(X, y, tol=1e-6, seed=2, **kw)
+    assert isinstance(m, ds.KernelModel) and m.dual.shape[1] == 3
+    for c, label in enumerate(m.classes):
+        b = ds.train_mixup_sdca(X, np.where(y == label, 1, -1), tol=1e-6, seed=2, **kw)
+        np.testing.assert_array_equal(m.dual[:, c], b.dual)
+        np.testing.assert_allclose(m.decision_function(X)[:, c], b.decision_function(X),
+                                   rtol=1e-12, atol=1e-12)
+    m.save(tmp_path / "k.npz")
+    again = ds.load_model(tmp_path / "k.npz")
+    np.testing.assert_array_equal(again.predict(X), m.predict(X))
+    assert np.mean(m.predict(X) == y) > 0.6
 
 
 def test_callback_sees_the_class_and_stops_the_fit(three_classes):

@@ -24,7 +24,7 @@ class KernelModel(Model):
 
     @classmethod
     def check_file(cls, f, meta, coef, extra, dual):
-        if coef.shape[0] != 0:
+        if coef.size != 0:
             raise f.fail("coef", "must be empty for a KernelModel")
         _check_kernel_file(f, meta, extra, dual)
 
@@ -75,9 +75,10 @@ class KernelModel(Model):
             from .augment import MixupPlan
             plan = MixupPlan(self.extra["plan_a"], self.extra["plan_b"], self.extra["plan_r"],
                              int(self.extra["plan_n_orig"]))
-        support = np.flatnonzero(dual)
+        # one-vs-rest: a column of dual variables per class over the same training points
+        support = np.flatnonzero(dual if dual.ndim == 1 else np.any(dual != 0, axis=1))
         if support.size == 0:
-            return np.zeros(X.shape[0])
+            return np.zeros((X.shape[0],) + dual.shape[1:])
         K = augmented_kernel_matrix(X, Xo, plan, support, self._kernel())
         return K @ dual[support] / lam_n
 
