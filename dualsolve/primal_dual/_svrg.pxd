@@ -6,21 +6,23 @@ other extensions.
 Problem (no copy of X; CSR arrays as raw pointers, float32/float64 data, int32/int64
 indices; ``a_i`` is row i, ``b_i`` its label or target)::
 
-    min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+    min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-with ``phi`` from ``dualsolve._core.losses``. An epoch is one snapshot (its scores, P, the
+(``c_i = 1`` unless ``P.weight`` holds row weights c_i >= 0) with ``phi`` from
+``dualsolve._core.losses``. An epoch is one snapshot (its scores, P, the
 per-row derivatives ``phi'(a_i.xs)`` and the full gradient ``mu`` of the loss part, one
 pass over X) and ``steps_per_epoch`` variance-reduced stochastic steps on rows drawn
 uniformly with replacement, each O(nnz of the row).
 
-Certificate: at every snapshot, the dual point ``y_i = phi'(a_i.xs; b_i)`` (the loss
+Certificate: at every snapshot, the dual point ``y_i = c_i phi'(a_i.xs; b_i)`` (the loss
 derivatives the snapshot needs anyway) gives the Fenchel dual of the regularised problem
 
-    D(y) = -(1/n) sum_i phi*(y_i; b_i) - g*(-A^T y / n),   A^T y / n = mu,
+    D(y) = -(1/n) sum_i c_i phi*(y_i / c_i; b_i) - g*(-A^T y / n),   A^T y / n = mu,
     g*(w) = ||S(w, l1)||^2 / (2 lam)                        (S: soft threshold)
 
 and the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs O(d) on top of the snapshot:
-every row is at Fenchel-Young equality (``phi(s_i) + phi*(y_i) = s_i y_i``), so the gap is
+every row is at Fenchel-Young equality (``c_i phi(s_i) + c_i phi*(y_i / c_i) = s_i y_i``;
+a row of weight 0 has y_i = 0 and no term), so the gap is
 ``g(xs) + g*(-mu) + mu.xs``, a sum of non-negative terms over the features
 (``||grad P(xs)||^2 / (2 lam)`` when l1 = 0).
 With lam = 0 and l1 > 0 (g* the indicator of ||w||_inf <= l1) the dual is first scaled
@@ -84,6 +86,8 @@ ctypedef struct SvrgProblem:
     double* x                 # d: in the start, out the last snapshot
     double* trace             # NULL, or receives the iterate after every step (tests: d
                               # doubles per step for SVRG (x), 2d for Katyusha (z then y))
+    const double* weight      # NULL (every c_i = 1), or n row weights c_i >= 0: the loss
+                              # part is (1/n) sum_i c_i phi(a_i.x; b_i) (set after init)
 
 
 ctypedef struct SvrgOptions:

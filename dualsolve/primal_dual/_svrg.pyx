@@ -2,13 +2,15 @@
 """Primal baselines of the linear primal-dual family: proximal SVRG and Katyusha over CSR
 rows, with stochastic steps that cost O(nnz of the row).
 
-Problem: ``min_x (1/n) sum_i phi(a_i.x; y_i) + psi(x)``, ``psi(x) = (lam/2)||x||^2 +
-l1 ||x||_1``. ``f_i(x) = phi(a_i.x; y_i)`` is the smooth part; psi enters through its
-proximal map only. Both methods keep a snapshot ``xs`` and, for the whole epoch, the
-snapshot's per-row derivatives ``gs_i = phi'(a_i.xs)`` and its full loss gradient
+Problem: ``min_x (1/n) sum_i c_i phi(a_i.x; y_i) + psi(x)``, ``psi(x) = (lam/2)||x||^2 +
+l1 ||x||_1``, with row weights c_i >= 0 (all 1 when ``P.weight`` is NULL: the weighted
+branches test that pointer once per step or row, a well-predicted branch).
+``f_i(x) = c_i phi(a_i.x; y_i)`` is the smooth part; psi enters through its proximal map
+only. Both methods keep a snapshot ``xs`` and, for the whole epoch, the
+snapshot's per-row derivatives ``gs_i = c_i phi'(a_i.xs)`` and its full loss gradient
 ``mu = (1/n) A^T gs``. A step on row i uses the variance-reduced gradient
 
-    mu + (phi'(a_i.x) - gs_i) a_i,
+    mu + (c_i phi'(a_i.x) - gs_i) a_i,
 
 which equals the constant ``mu_j`` on every feature j outside the row. So between two
 steps that touch feature j, its update is an autonomous recurrence with constant
@@ -456,10 +458,11 @@ ctypedef struct VRState:
     Py_ssize_t n
     Py_ssize_t d
     const double* y       # labels / targets
+    const double* w       # NULL, or the row weights c_i (the loss part sums c_i phi_i)
     Loss loss
     Svrg V
     Katyusha K
-    double* gs            # gs_i = phi'(a_i.xs; y_i)
+    double* gs            # gs_i = c_i phi'(a_i.xs; y_i)
     int64_t t             # step clock (never reset; catch-ups span at most T steps)
     int64_t T             # flush at least every T steps
     int64_t since_flush
@@ -495,7 +498,10 @@ cdef inline void _svrg_step(const floating* data, const index_t* ind, Py_ssize_t
             s = t - cj.last
             cj.x = tab[2 * s] * cj.x - tab[2 * s + 1] * (ae * cj.mu)
             dot += data[q] * cj.x
-        g = loss_deriv(&S.loss, dot, S.y[i]) - S.gs[i]
+        g = loss_deriv(&S.loss, dot, S.y[i])
+        if S.w != NULL:
+            g *= S.w[i]
+        g -= S.gs[i]
         for q in range(nnz):
             cj = &V.c[ind[q]]
             cj.x = V.a * cj.x - ae * (cj.mu + g * data[q])
@@ -505,7 +511,10 @@ cdef inline void _svrg_step(const floating* data, const index_t* ind, Py_ssize_t
         cj = &V.c[ind[q]]
         _svrg_catch_up(V, cj, t)
         dot += data[q] * cj.x
-    g = loss_deriv(&S.loss, dot, S.y[i]) - S.gs[i]
+    g = loss_deriv(&S.loss, dot, S.y[i])
+    if S.w != NULL:
+        g *= S.w[i]
+    g -= S.gs[i]
     for q in range(nnz):
         cj = &V.c[ind[q]]
         cj.x = V.a * _shrink(cj.x - V.eta * (cj.mu + g * data[q]), V.eta * V.l1)
@@ -523,7 +532,10 @@ cdef inline void _kat_row_step(const floating* data, const index_t* ind, Py_ssiz
         cj = &K.c[ind[q]]
         _kat_catch_up(K, cj, t)
         dot += data[q] * (K.tau1 * cj.z + K.tau2 * cj.xs + K.beta * cj.y)
-    g = loss_deriv(&S.loss, dot, S.y[i]) - S.gs[i]
+    g = loss_deriv(&S.loss, dot, S.y[i])
+    if S.w != NULL:
+        g *= S.w[i]
+    g -= S.gs[i]
     for q in range(nnz):
         cj = &K.c[ind[q]]
         _kat_step(K, &cj.z, &cj.y, &cj.acc, cj.xs, cj.mu + g * data[q])
@@ -594,18 +606,28 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
 
 cdef void _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
                     VRState* S, const double* x, double* mu, KahanSum* loss_sum) noexcept nogil:
-    """One pass over X at the snapshot x: gs_i = phi'(a_i.x), mu = (1/n) sum_i gs_i a_i and
-    loss_sum = sum_i phi(a_i.x) (compensated)."""
+    """One pass over X at the snapshot x: gs_i = c_i phi'(a_i.x), mu = (1/n) sum_i gs_i a_i
+    and loss_sum = sum_i c_i phi(a_i.x) (compensated; c_i = 1 without weights, and a row of
+    weight 0 is skipped: gs_i = 0)."""
     cdef Py_ssize_t i, start, nnz
-    cdef double s, g, scale = 1.0 / S.n
+    cdef double s, g, c, scale = 1.0 / S.n
     memset(mu, 0, S.d * sizeof(double))
     loss_sum[0] = ksum_new()
     for i in range(S.n):
         start = indptr[i]
         nnz = indptr[i + 1] - start
-        s = sparse_dot(data + start, indices + start, nnz, x)
-        ksum_add(loss_sum, loss_value(&S.loss, s, S.y[i]))
-        g = loss_deriv(&S.loss, s, S.y[i])
+        if S.w != NULL:
+            c = S.w[i]
+            if c == 0.0:
+                S.gs[i] = 0.0
+                continue
+            s = sparse_dot(data + start, indices + start, nnz, x)
+            ksum_add(loss_sum, c * loss_value(&S.loss, s, S.y[i]))
+            g = c * loss_deriv(&S.loss, s, S.y[i])
+        else:
+            s = sparse_dot(data + start, indices + start, nnz, x)
+            ksum_add(loss_sum, loss_value(&S.loss, s, S.y[i]))
+            g = loss_deriv(&S.loss, s, S.y[i])
         S.gs[i] = g
         if g != 0.0:
             sparse_axpy(g * scale, data + start, indices + start, nnz, mu)
@@ -615,7 +637,7 @@ cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSu
                     double lam, double l1, double* out) noexcept nogil:
     """out = (primal, dual, gap, measure) at the snapshot x from its pass (_snapshot).
 
-    lam > 0: with y_i = phi'(a_i.x) every row's Fenchel-Young gap phi(s_i) + phi*(y_i) -
+    lam > 0: with y_i = c_i phi'(a_i.x) every row's Fenchel-Young gap phi(s_i) + phi*(y_i) -
     s_i y_i is 0, so P(x) - D(y) is the regulariser's alone, g(x) + g*(-mu) + mu.x, a sum
     over the features of non-negative terms: with v = -mu_j and xh = S(v, l1) / lam (the
     maximiser in g*(v)), ``lam/2 (x_j - xh)^2 + l1 (|x_j| - sigma x_j)``, sigma = sign(v)
@@ -655,7 +677,10 @@ cdef void _measures(VRState* S, const double* x, const double* mu, const KahanSu
         # loss's dual domain, an interval holding 0)
         sc = 1.0 if umax <= l1 else l1 / umax
         for i in range(S.n):
-            ksum_add(&cs, loss_conj(&S.loss, -sc * S.gs[i], S.y[i]))
+            if S.w == NULL:
+                ksum_add(&cs, loss_conj(&S.loss, -sc * S.gs[i], S.y[i]))
+            elif S.w[i] > 0.0:                      # c_i phi*(s y_i / c_i): c_i times the
+                ksum_add(&cs, S.w[i] * loss_conj(&S.loss, -sc * S.gs[i] / S.w[i], S.y[i]))
         out[1] = -ksum_value(&cs) * inv_n
         out[2] = (ls + ksum_value(&cs)) * inv_n + reg
         out[3] = out[2]
@@ -721,6 +746,7 @@ cdef void svrg_problem_init(SvrgProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.option = option
     P.x = x
     P.trace = NULL
+    P.weight = NULL
 
 
 cdef void _setup(VRState* S, const SvrgProblem* P, int64_t T, double* work, double* coords,
@@ -736,6 +762,7 @@ cdef void _setup(VRState* S, const SvrgProblem* P, int64_t T, double* work, doub
     S.n = P.n
     S.d = d
     S.y = P.b
+    S.w = P.weight
     S.loss = P.loss
     S.gs = work
     S.T = T
@@ -843,7 +870,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     # the scales: P(0), and for the gradient measure ||grad f(0)||^2 (one pass over X)
     sums[0] = ksum_new()
     for i in range(n):
-        ksum_add(&sums[0], loss_value(&S.loss, 0.0, P.b[i]))
+        ksum_add(&sums[0], loss_value(&S.loss, 0.0, P.b[i]) *
+                 (P.weight[i] if P.weight != NULL else 1.0))
     p0 = ksum_value(&sums[0]) / n
     res.p0 = p0
     res.scale = p0
@@ -851,6 +879,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
         memset(mu, 0, d * sizeof(double))
         for i in range(n):
             g0 = loss_deriv(&S.loss, 0.0, P.b[i])
+            if P.weight != NULL:
+                g0 *= P.weight[i]
             if g0 != 0.0:
                 sparse_axpy(g0 / n, data + indptr[i], indices + indptr[i],
                             indptr[i + 1] - indptr[i], mu)
@@ -922,7 +952,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
           double l1, double[::1] x, int method, double step, Py_ssize_t steps_per_epoch,
           double tau1, int option, double tol, Py_ssize_t max_epochs,
-          unsigned long long seed, mon, trace=None, Py_ssize_t table_max=TABLE_MAX):
+          unsigned long long seed, mon, trace=None, Py_ssize_t table_max=TABLE_MAX,
+          const double[::1] weight=None):
     """Run svrg_run (prox-SVRG: method 0, Katyusha: method 1) on validated arrays,
     reporting every epoch to ``mon`` (which must expect SVRG_HOOK_VALUES values).
 
@@ -932,7 +963,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``trace``: None, or a float64 array of max_epochs * steps_per_epoch * k * n_features
     entries (k = 1 for SVRG: x; k = 2 for Katyusha: z then y) that receives the iterate
     after every step (tests; O(d) per step). ``table_max``: flush at least every this many
-    steps. Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, p0, scale).
+    steps. ``weight``: None, or the n row weights c_i >= 0 (the loss part sums c_i phi_i).
+    Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, p0, scale).
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1, d = n_features
     cdef SvrgProblem P
@@ -944,6 +976,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         raise ValueError("y / x do not match X")
     if steps_per_epoch < 1:
         raise ValueError("steps_per_epoch must be >= 1")
+    if weight is not None and weight.shape[0] != n:
+        raise ValueError("weight does not match X")
     if method == METHOD_KATYUSHA and not (0.0 < tau1 <= 0.5 and option in (1, 2)):
         raise ValueError("Katyusha needs 0 < tau1 <= 1/2 and option 1 or 2")
     if mon.n_values != SVRG_HOOK_VALUES:
@@ -951,6 +985,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                          f"{SVRG_HOOK_VALUES}")
     svrg_problem_init(&P, n, d, &y[0], make_loss(loss, param), lam, l1, method, step,
                       steps_per_epoch, tau1, option, &x[0] if d > 0 else &dummy)
+    if weight is not None and n > 0:
+        P.weight = &weight[0]
     if trace is not None:
         k_rec = 2 if method == METHOD_KATYUSHA else 1
         tr_arr = trace

@@ -4,9 +4,10 @@ their figures 2 and 3): ``train_svrg`` (proximal SVRG, Xiao & Zhang 2014) and
 
 Both minimise, with ``n`` rows ``a_i`` of X and ``x`` of length ``n_features``::
 
-    P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+    P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-with variance-reduced stochastic gradients of the loss part and the proximal map of the
+(row weights ``c_i`` from ``sample_weight`` / ``class_weight``, all 1 by default) with
+variance-reduced stochastic gradients of the loss part and the proximal map of the
 regulariser. The loops are in ``_svrg.pyx`` (``svrg_run``); a stochastic step costs O(nnz of
 the row) (the dense snapshot-gradient term is applied just in time per feature, see there).
 """
@@ -16,7 +17,7 @@ import inspect
 import math
 
 from .._driver import Result, Solver, fit, register
-from .._params import Integral, Interval, Options, Real
+from .._params import Anything, Integral, Interval, Options, Real
 from ..model import warm_start_coef
 from . import _svrg
 
@@ -39,9 +40,10 @@ def _engine(p, o, mon, *, method, trace=None, table_max=65536):
     n, d = p.n, p.d
     lam, l1 = p.lam, o["l1"]
     m = 2 * n if o["steps_per_epoch"] is None else o["steps_per_epoch"]
-    # L_max: the largest row smoothness of the loss part (0 only when X has no entries;
-    # then any step works and 1 is used)
-    L = _smoothness(p.loss, p.loss_param) * float(p.X.sqnorm.max())
+    # L_max: the largest row smoothness of the loss part, c_i times that of phi_i (0 only
+    # when X has no entries; then any step works and 1 is used)
+    sq = p.X.sqnorm if p.weight is None else p.weight * p.X.sqnorm
+    L = _smoothness(p.loss, p.loss_param) * float(sq.max())
     if not L > 0.0:
         L = 1.0
     x = warm_start_coef(p.warm_start, d)
@@ -66,7 +68,7 @@ def _engine(p, o, mon, *, method, trace=None, table_max=65536):
     status, n_epochs, primal, dual, gap, measure, kind, p0, scale = _svrg.solve(
         p.X.data, p.X.indices, p.X.indptr, d, p.y, p.loss, p.loss_param, lam, l1, x, method,
         step, m, tau1, option, p.tol, p.max_epochs, p.seed, mon, trace=trace,
-        table_max=table_max)
+        table_max=table_max, weight=p.weight)
     info.update(steps_per_epoch=m, p0=p0, scale=scale, measure=MEASURES[kind])
     return Result(status, n_epochs, coef=x, measure=measure, threshold=p.tol * scale,
                   info=info)
@@ -76,12 +78,13 @@ _OBJECTIVE = """
     Solves, with ``n`` rows ``a_i`` of X, targets or labels ``b_i`` and ``x`` of length
     ``n_features``::
 
-        min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+        min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-    (``lam >= 0``, ``l1 >= 0``). The loss part ``f(x) = (1/n) sum_i phi(a_i.x; b_i)`` enters
+    (``lam >= 0``, ``l1 >= 0``; ``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say
+    otherwise). The loss part ``f(x) = (1/n) sum_i c_i phi(a_i.x; b_i)`` enters
     through variance-reduced stochastic gradients, the regulariser through its proximal map
     ``S(v, t l1) / (1 + t lam)`` (S = soft threshold). Losses (``m = b a.x``, ``b`` in
-    {-1, +1} for classification), with ``L_i = c ||a_i||^2`` the smoothness of row i and
+    {-1, +1} for classification), with ``L_i = c_i c ||a_i||^2`` the smoothness of row i and
     ``L = max_i L_i``:
 
     ``"squared"``        (a.x - b)^2 / 2, b real                            c = 1
@@ -99,13 +102,17 @@ _OBJECTIVE = """
     read, and to all features at the end of the epoch (O(n_features)).
 
     Certificate (the stopping rule): the snapshot's derivatives are a dual point,
-    ``y_i = phi'(a_i.xs; b_i)``, of the Fenchel dual of the regularised problem
+    ``y_i = c_i phi'(a_i.xs; b_i)``, of the Fenchel dual of the regularised problem
 
-        D(y) = -(1/n) sum_i phi*(y_i; b_i) - ||S(-mu, l1)||^2 / (2 lam),   mu = X^T y / n,
+        D(y) = -(1/n) sum_i c_i phi*(y_i / c_i; b_i) - ||S(-mu, l1)||^2 / (2 lam),
+        mu = X^T y / n
+
+    (a row of weight 0 has ``y_i = 0`` and no term),
 
     so the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs the n conjugates and O(d) on
     top of the snapshot. The solver stops (``stop_reason="converged"``) when it is
-    ``<= tol * P(0)``, with ``P(0)`` the objective at x = 0 (the mean loss at zero scores;
+    ``<= tol * P(0)``, with ``P(0)`` the objective at x = 0 (the weighted mean loss at zero
+    scores;
     an absolute threshold, so a warm start near the optimum stops at once). With
     ``lam = 0`` and ``l1 > 0`` the dual is first scaled into the domain of the L1 term's
     conjugate (``s y``, ``s = min(1, l1 / ||mu||_inf)``), still a certificate; with
@@ -140,6 +147,17 @@ _PARAMS = """
         Width of the smoothed hinge.
 """
 
+_WEIGHTS = """
+    sample_weight : array (n,) of reals >= 0, optional
+        Row weights ``c_i`` in the objective above; an integer weight equals repeating the
+        row (at the same ``C``), a row of weight 0 leaves the problem. The rows are still
+        drawn uniformly; the default step uses the weighted smoothness ``max_i c_i c
+        ||a_i||^2``.
+    class_weight : dict label -> weight >= 0, or "balanced", optional
+        Multiplies each row's weight by its class's (liblinear's ``-wi``); ``"balanced"``
+        gives class c the weight ``n / (k n_c)``. Classification losses only.
+"""
+
 _TAIL = """
     tol : float >= 0
         Stop when the duality gap at the snapshot is ``<= tol * P(0)`` (see "Certificate"
@@ -169,7 +187,7 @@ _TAIL = """
 
 def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0, step=None,
-               steps_per_epoch=None):
+               steps_per_epoch=None, sample_weight=None, class_weight=None):
     """Train a linear model by proximal SVRG (Prox-SVRG, Xiao & Zhang 2014).
 
     {objective}
@@ -188,16 +206,18 @@ def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1
     {params}
     step : float > 0, optional
         eta; default ``0.1 / L`` (Xiao & Zhang's experimental setting; their theory needs
-        ``eta < 1 / (4 L)``). It scales with the data through ``L = c max_i ||a_i||^2``.
+        ``eta < 1 / (4 L)``). It scales with the data through ``L = c max_i c_i ||a_i||^2``.
     steps_per_epoch : int >= 1, optional
         Stochastic steps per epoch (the snapshot period m); default ``2 n``.
+    {weights}
     {tail}"""
     return fit(SVRG_SOLVER, locals())
 
 
 def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
-                   l1=0.0, step=None, tau1=None, option=None, steps_per_epoch=None):
+                   l1=0.0, step=None, tau1=None, option=None, steps_per_epoch=None,
+                   sample_weight=None, class_weight=None):
     """Train a linear model by Katyusha (Allen-Zhu 2017, Algorithm 1, strongly convex case).
 
     {objective}
@@ -228,7 +248,7 @@ def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoc
     {params}
     step : float > 0, optional
         ``1/(3L)``, the y step of option I (``L`` the smoothness used by the parameter
-        formulas is ``1 / (3 step)``); default ``1 / (3 L_max)``, ``L_max = c max_i
+        formulas is ``1 / (3 step)``); default ``1 / (3 L_max)``, ``L_max = c max_i c_i
         ||a_i||^2``.
     tau1 : float in (0, 1/2], optional
         Momentum weight; default ``min(sqrt(steps_per_epoch * lam * step), 1/2)`` (the
@@ -238,13 +258,14 @@ def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoc
         The y step (see above); default "I" when ``l1 = 0``, "II" when ``l1 > 0``.
     steps_per_epoch : int >= 1, optional
         Stochastic steps per epoch m; default ``2 n``.
+    {weights}
     {tail}"""
     return fit(KATYUSHA_SOLVER, locals())
 
 
 for _f in (train_svrg, train_katyusha):
     _f.__doc__ = _f.__doc__.format(objective=_OBJECTIVE.strip(), params=_PARAMS.strip(),
-                                   tail=_TAIL.strip())
+                                   weights=_WEIGHTS.strip(), tail=_TAIL.strip())
 del _f
 
 
@@ -255,6 +276,8 @@ _PARAMS_SVRG = dict(
     l1=[Interval(Real, 0, None, closed="left")],
     step=[None, Interval(Real, 0, None, closed="neither")],
     steps_per_epoch=[None, Interval(Integral, 1, None)],
+    sample_weight=[None, Anything("an array of n weights")],
+    class_weight=[None, Anything("a dict or 'balanced'")],
 )
 _PARAMS_KATYUSHA = dict(
     _PARAMS_SVRG,
@@ -269,17 +292,17 @@ SVRG_SOLVER = register(Solver(
     summary="proximal SVRG (Xiao & Zhang), O(nnz) steps, certified by a duality gap",
     losses=LOSSES, params=_PARAMS_SVRG, history=("measure", "passes"),
     certificate=CERTIFICATE, engine=functools.partial(_engine, method=SVRG),
-    diverge_hint="lower step (default 0.1 / L_max, L_max = c max_i ||x_i||^2 the largest "
-                 "row smoothness)",
-    lam_zero=True, watch_growth=True))
+    diverge_hint="lower step (default 0.1 / L_max, L_max = c max_i c_i ||x_i||^2 the "
+                 "largest row smoothness)",
+    lam_zero=True, watch_growth=True, weights=True))
 KATYUSHA_SOLVER = register(Solver(
     name="katyusha", family="primal_dual",
     summary="Katyusha (Allen-Zhu), accelerated SVRG, certified by a duality gap",
     losses=LOSSES, params=_PARAMS_KATYUSHA, history=("measure", "passes"),
     certificate=CERTIFICATE, engine=functools.partial(_engine, method=KATYUSHA),
     diverge_hint="lower step (the y step 1/(3L); default 1 / (3 L_max), L_max = c max_i "
-                 "||x_i||^2 the largest row smoothness)",
-    lam_zero=True, watch_growth=True))
+                 "c_i ||x_i||^2 the largest row smoothness)",
+    lam_zero=True, watch_growth=True, weights=True))
 
 _DESCRIPTIONS = {"train_svrg": (SVRG_SOLVER, train_svrg),
                  "train_katyusha": (KATYUSHA_SOLVER, train_katyusha)}
