@@ -6,7 +6,18 @@ import pytest
 
 import dualsolve as ds
 
-SOLVERS = ["train_svrg", "train_katyusha"]
+SOLVERS = ["train_svrg", "train_katyusha", "train_spdc", "train_ada_spdc", "train_df_spdc",
+           "train_adf_spdc"]
+SPDC = SOLVERS[2:]
+
+
+def lam_zero_kw(name):
+    """What a solver needs besides lam = 0 (the strongly convex parameters)."""
+    if name == "train_katyusha":
+        return dict(tau1=0.5)
+    if name in ("train_spdc", "train_df_spdc"):
+        return dict(delta_hat=1.0)
+    return {}
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +49,46 @@ def test_integer_weights_are_repeated_rows(heart, name, loss):
     assert m.history["primal"][-1] == pytest.approx(ours / (C * X.shape[0]), rel=1e-10)
 
 
-@pytest.mark.parametrize("name, kw", [("train_svrg", {}), ("train_katyusha", {}),
-                                      ("train_svrg", dict(lam=0.0, l1=1e-2)),
-                                      ("train_katyusha", dict(l1=1e-3))])
+@pytest.mark.parametrize("name", SPDC)
+@pytest.mark.parametrize("kw", [dict(batch_size=4), dict(l1=1e-3), dict(sampling="permutation")])
+def test_integer_weights_spdc_variants(heart, name, kw):
+    X, y = heart
+    train = getattr(ds, name)
+    sw = np.random.default_rng(5).integers(0, 3, X.shape[0])
+    rows = np.repeat(np.arange(X.shape[0]), sw)
+    C, n, nr = 0.5, X.shape[0], rows.shape[0]
+    l1 = kw.pop("l1", 0.0)
+    m = train(X, y, C=C, l1=l1, sample_weight=sw, loss="logistic", tol=1e-14,
+              max_epochs=20000, **kw)
+    d = train(X[rows], y[rows], C=C, l1=l1 * n / nr, loss="logistic", tol=1e-14,
+              max_epochs=20000, **kw)
+    assert m.converged and d.converged
+    ours, theirs = (objective(w, X, y, C, sw, "logistic", l1 * C * n) for w in (m.coef, d.coef))
+    assert abs(ours - theirs) <= 1e-8 * theirs
+    np.testing.assert_array_equal(m.dual[sw == 0], 0.0)
+
+
+@pytest.mark.parametrize("name", SPDC)
+def test_weighted_dual_is_a_warm_start(heart, name):
+    X, y = heart
+    train = getattr(ds, name)
+    c = np.random.default_rng(6).uniform(0, 2, X.shape[0])
+    c[::5] = 0.0
+    m = train(X, y, sample_weight=c, loss="logistic", tol=1e-10, max_epochs=20000)
+    assert m.converged
+    w = train(X, y, sample_weight=c, loss="logistic", tol=1e-10, warm_start=m)
+    assert w.converged and w.n_epochs == 0
+    if "df_" in name:
+        return                  # dual-free: the start is the margins, the dual is phi'(v)
+    bad = m.dual.copy()
+    bad[0] = 0.1
+    with pytest.raises(ValueError, match="rows of weight 0"):
+        train(X, y, sample_weight=c, loss="logistic", warm_start=(m.coef, bad))
+
+
+@pytest.mark.parametrize("name, kw", [(s, {}) for s in SOLVERS] + [
+    ("train_svrg", dict(lam=0.0, l1=1e-2)), ("train_katyusha", dict(l1=1e-3)),
+    ("train_ada_spdc", dict(lam=0.0, l1=1e-2)), ("train_df_spdc", dict(l1=1e-3))])
 def test_zero_weight_leaves_the_row_out(heart, name, kw):
     X, y = heart
     train = getattr(ds, name)
@@ -48,7 +96,7 @@ def test_zero_weight_leaves_the_row_out(heart, name, kw):
     n, nk = X.shape[0], int(keep.sum())
     lam = kw.get("lam", 1e-2)
     l1 = kw.get("l1", 0.0)
-    extra = dict(tau1=0.5) if lam == 0.0 and name == "train_katyusha" else {}
+    extra = lam_zero_kw(name) if lam == 0.0 else {}
     # the same minimiser: (1/n) sum_keep phi + ... = (nk/n) [(1/nk) sum_keep phi + ...]
     m = train(X, y, lam=lam, l1=l1, sample_weight=keep.astype(float), loss="logistic",
               tol=1e-13, max_epochs=20000, **extra)
@@ -67,7 +115,7 @@ def test_weighted_certificate_bounds_the_error(heart, name, kw):
     train = getattr(ds, name)
     c = np.random.default_rng(4).uniform(0, 3, X.shape[0])
     c[::7] = 0.0
-    extra = dict(tau1=0.5) if kw["lam"] == 0.0 and name == "train_katyusha" else {}
+    extra = lam_zero_kw(name) if kw["lam"] == 0.0 else {}
     star = train(X, y, sample_weight=c, loss="logistic", tol=1e-12, max_epochs=20000,
                  **kw, **extra)
     assert star.converged

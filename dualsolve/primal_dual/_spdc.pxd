@@ -14,6 +14,16 @@ with ``phi`` from ``dualsolve._core.losses`` and the dual in the primal-dual con
 (SDCA's ``alpha`` is ``-y``). ``u = A^T y / n`` is kept, so ``D(y) = -(1/n) sum_i phi*(y_i)
 - g*(-u)`` costs O(n + d).
 
+Weights (``P.weight`` not NULL): the loss part is ``(1/n) sum_i c_i phi(a_i.x; b_i)``, whose
+conjugate term is ``c_i phi*(y_i / c_i)``. ``P.y`` then holds ``eta_i = y_i / c_i``, the
+dual of the unweighted ``phi*`` (the dual variable of the weighted problem is
+``c_i eta_i``; a row of weight 0 has y_i = 0 whatever eta_i). Read with
+``yt_i = sqrt(c_i) eta_i`` and rows ``sqrt(c_i) a_i``, the weighted problem is the
+unweighted one with ``gamma``-strongly convex conjugates, and SPDC's dual step on yt (and
+DF-SPDC's on its margins) is exactly the unweighted step on eta with the same sigma: so
+the loops change only in that the primal side sees ``dy = c_k (eta_k+ - eta_k)``, and
+``R`` must be ``max_i sqrt(c_i) ||a_i||`` (the caller's job) for Theorems 2 and 4 to hold.
+
 Each stochastic step costs O(nnz of the sampled rows): the dense proximal step and the
 extrapolation ``x + theta (x - xprev)`` are applied just in time per feature (the closed
 forms of ``dualsolve._core.lazy``), and the whole iterate is brought up to date (flushed)
@@ -92,7 +102,7 @@ ctypedef struct SpdcProblem:
     Loss loss
     double lam                # L2 strength (>= 0)
     double lam1               # L1 strength (>= 0)
-    double R                  # max_i ||a_i|| (> 0)
+    double R                  # max_i ||a_i|| (> 0; with weights max_i sqrt(c_i) ||a_i||)
     double gamma              # phi is (1/gamma)-smooth (phi* gamma-strongly convex)
     double delta              # nominal strong convexity of phi (1 squared, 0 otherwise)
     int method                # SPDC_EUCLID or SPDC_DUAL_FREE
@@ -105,6 +115,8 @@ ctypedef struct SpdcProblem:
     Py_ssize_t* order         # work, n + batch: the rows of the current epoch
     Py_ssize_t* perm          # work, n: permutation state of the samplers
     double* x_out             # d or NULL: receives x at every evaluation (for callbacks)
+    const double* weight      # NULL (every c_i = 1), or n row weights c_i >= 0 (set after
+                              # spdc_problem_init; see "Weights" above)
     double* trace             # NULL, or receives a_k.xt for every row visited (tests)
     Py_ssize_t trace_len
     Py_ssize_t trace_pos

@@ -9,6 +9,10 @@ Iteration t on the sampled row k (batch: rows K, every dot before any primal ste
     DF:   v_k  = (v_k + sigma dot) / (1 + sigma);  y_k+ = phi'(v_k)
     x+    = prox_{tau g}(x - tau (u + (y_k+ - y_k) a_k)),  u += (y_k+ - y_k) a_k / n
 
+With row weights c_k (``P.weight``) y holds eta = y / c (see ``_spdc.pxd``, "Weights"):
+the dual steps are the unweighted ones and the primal side uses ``dy = c_k (eta_k+ -
+eta_k)``; NULL weights cost one well-predicted branch per step.
+
 The dense part of the primal step (every feature moves by the constant u_j and the prox)
 is applied just in time (a catch-up): a feature is brought from its last
 iteration to t by the exact s-fold map of ``dualsolve._core.lazy`` (``prox_pow``; with a
@@ -270,6 +274,7 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n
+    cdef const double* wt = P.weight
     cdef int64_t t = P.t
     cdef Py_ssize_t it, k, q, lo, hi
     cdef double ynew, dy, c, a, xj
@@ -291,6 +296,8 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
             # (dy = 0: x moves by F on the row's features like on every other feature,
             # so they are simply left lazy)
             y[k] = ynew
+            if wt != NULL:
+                dy *= wt[k]                       # the change of c_k eta_k
             c = dy * inv_n
             for q in range(lo, hi):
                 f = &feat[indices[q]]
@@ -319,6 +326,7 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n, inv_mk
+    cdef const double* wt = P.weight
     cdef int64_t t = P.t
     cdef Py_ssize_t m = P.batch, start, end, r, k, q, lo, hi, j
     cdef double ynew, dy, a, xj
@@ -337,9 +345,12 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
             ynew = _row_dual_step(data, indices, lo, hi, P, &loss, k, t, theta, sigma, inv_sigma,
                                   dual_free, &L, tag)
             dy = ynew - y[k]
-            dyb[r - start] = dy
             if dy != 0.0:
                 y[k] = ynew
+                if wt != NULL:
+                    dy *= wt[k]                   # the change of c_k eta_k
+            dyb[r - start] = dy
+            if dy != 0.0:
                 any_change = True
                 for q in range(lo, hi):
                     acc[indices[q]] += dy * data[q]
@@ -475,6 +486,7 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
     cdef bint dual_free = P.method == SPDC_DUAL_FREE
     cdef double theta = P.theta, sigma = P.sigma, inv_sigma = 1.0 / P.sigma
     cdef double inv_n = 1.0 / <double>P.n
+    cdef const double* wt = P.weight
     cdef double a, tau, A, B, An, Bn, cv, cu, du, c0, c1, dot, ynew, dy
     cdef Py_ssize_t it, k, q, lo, hi
     if not S.loaded:
@@ -519,6 +531,8 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
             # and u += dy a_kj / n, plus the offset du a_kj (x^(t+1) unchanged): their
             # records take u* = u + dy a_kj and v += cv a_kj
             y[k] = ynew
+            if wt != NULL:
+                dy *= wt[k]                       # the change of c_k eta_k
             du = dy * (1.0 - inv_n)
             cu = dy
             cv = -(a * tau * dy + Bn * cu) / An
@@ -580,9 +594,10 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
     """The evaluation's pass over the rows, with x_j = x[stride j] and u_j = u[stride j]
     (u zeroed beforehand): the scores into P.z, sums[0] += the losses, sums[1] += the
     conjugates at -y (compensated sums), u += A^T y / n, and (grad not NULL) grad += the
-    loss gradient."""
+    loss gradient. With weights: c_i times each row's loss, conjugate (at -eta_i),
+    dual variable and gradient; a row of weight 0 adds nothing."""
     cdef Py_ssize_t i, q, lo, hi
-    cdef double z, c, r, inv_n = 1.0 / <double>P.n
+    cdef double z, c, r, ci = 1.0, inv_n = 1.0 / <double>P.n
     for i in range(P.n):
         lo = indptr[i]
         hi = indptr[i + 1]
@@ -590,14 +605,21 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
         for q in range(lo, hi):
             z += data[q] * x[stride * indices[q]]
         P.z[i] = z
-        ksum_add(&sums[0], loss_value(&P.loss, z, P.b[i]))
-        ksum_add(&sums[1], loss_conj(&P.loss, -P.y[i], P.b[i]))
-        c = P.y[i] * inv_n
+        if P.weight != NULL:
+            ci = P.weight[i]
+            if ci == 0.0:
+                continue
+            ksum_add(&sums[0], ci * loss_value(&P.loss, z, P.b[i]))
+            ksum_add(&sums[1], ci * loss_conj(&P.loss, -P.y[i], P.b[i]))
+        else:
+            ksum_add(&sums[0], loss_value(&P.loss, z, P.b[i]))
+            ksum_add(&sums[1], loss_conj(&P.loss, -P.y[i], P.b[i]))
+        c = ci * P.y[i] * inv_n
         if c != 0.0:
             for q in range(lo, hi):
                 u[stride * indices[q]] += c * data[q]
         if grad != NULL:
-            r = loss_deriv(&P.loss, z, P.b[i]) * inv_n
+            r = ci * loss_deriv(&P.loss, z, P.b[i]) * inv_n
             if r != 0.0:
                 for q in range(lo, hi):
                     grad[indices[q]] += r * data[q]
@@ -662,7 +684,10 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
     elif kind == MEASURE_RESCALED_GAP:
         s = 1.0 if umax <= P.lam1 else P.lam1 / umax
         for i in range(n):
-            ksum_add(&conj_s, loss_conj(&P.loss, -s * P.y[i], P.b[i]))
+            if P.weight == NULL:
+                ksum_add(&conj_s, loss_conj(&P.loss, -s * P.y[i], P.b[i]))
+            elif P.weight[i] > 0.0:                 # c_i phi*(s c_i eta_i / c_i)
+                ksum_add(&conj_s, P.weight[i] * loss_conj(&P.loss, -s * P.y[i], P.b[i]))
         out[3] = (loss_sum + ksum_value(&conj_s)) * inv_n + reg
     else:
         out[3] = ksum_value(&sgg)
@@ -801,6 +826,7 @@ cdef void spdc_problem_init(SpdcProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.trace_pos = 0
     P.delta_hat = 0.0
     P.t = 0
+    P.weight = NULL
 
 
 cdef int _stop_steps(const floating* data, const index_t* indices, const index_t* indptr,
@@ -1003,13 +1029,15 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           v, double delta_hat, int adapt, Py_ssize_t period, double c_lo, double c_hi,
           double factor, double delta_min, double tol, double scale, Py_ssize_t max_epochs,
           Py_ssize_t check_every, int sampling, unsigned long long seed, mon, x_out=None,
-          trace=None, Py_ssize_t table_max=1 << 20):
+          trace=None, Py_ssize_t table_max=1 << 20, const double[::1] weight=None):
     """Run spdc_run on validated arrays: x (the start, overwritten by the solution), y (the
     dual start, overwritten) and v (margins, dual-free only, overwritten) in place,
     reporting every epoch to ``mon`` (which must expect SPDC_HOOK_VALUES values).
     ``x_out``: None, or a float64 array of n_features that receives x at every evaluation
     (the callback's coef). ``trace``: a float64 array receiving a_k.xt for every row
-    visited, in order (tests). Returns (status, n_epochs, primal, dual, gap, measure,
+    visited, in order (tests). ``weight``: None, or the n row weights c_i >= 0; y (and its
+    start) then holds eta, the dual of the unweighted phi*, ``c_i eta_i`` being the dual
+    variable of the weighted problem. Returns (status, n_epochs, primal, dual, gap, measure,
     measure_kind, delta_hat, (tau, sigma, theta), (n_up, n_down))."""
     cdef Py_ssize_t n = y.shape[0], d = n_features, j
     if indptr.shape[0] != n + 1 or b.shape[0] != n or x.shape[0] != d:
@@ -1018,6 +1046,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         raise ValueError("X has no nonzero entries")
     if method == SPDC_DUAL_FREE and (v is None or len(v) != n):
         raise ValueError("the dual-free method needs margins v of length n")
+    if weight is not None and weight.shape[0] != n:
+        raise ValueError("weight must have one entry per row")
     if mon.n_values != SPDC_HOOK_VALUES:
         raise ValueError(f"the monitor expects {mon.n_values} values; spdc_run reports "
                          f"{SPDC_HOOK_VALUES}")
@@ -1043,6 +1073,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     spdc_problem_init(&P, n, d, &b[0], make_loss(loss, param), lam, lam1, R, method, batch,
                       <SpdcFeature*>&fbytes[0], &y[0], vptr, &zv[0], &wv[0], &ov[0], &pv[0])
     P.delta_hat = delta_hat
+    if weight is not None:
+        P.weight = &weight[0]
     if x_out is not None:
         xo = x_out
         if xo.shape[0] != d:

@@ -4,9 +4,10 @@ with primal-dual first-order algorithms", ICML): ``train_spdc``, ``train_ada_spd
 
 All four solve, with ``n`` rows ``a_i`` of X and ``x`` of length ``n_features``::
 
-    min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+    min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-through the saddle problem ``min_x max_y (1/n) sum_i (y_i a_i.x - phi*(y_i; b_i)) + g(x)``.
+(row weights ``c_i``, all 1 by default) through the saddle problem
+``min_x max_y (1/n) sum_i (y_i a_i.x - c_i phi*(y_i / c_i; b_i)) + g(x)``.
 The loops are in ``_spdc.pyx`` (``spdc_run``); this module describes the solvers to the
 driver and resolves their parameters (docs/primal_dual.md).
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._driver import Result, Solver, fit, register
-from .._params import Integral, Interval, Options, Real
+from .._params import Anything, Integral, Interval, Options, Real
 from ..model import Model, warm_start_coef
 from . import _spdc
 
@@ -45,7 +46,9 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
         raise ValueError(f"batch_size must be <= n = {n}; got {batch_size}")
     lam, l1 = p.lam, o["l1"]
     gamma, delta = _gamma_delta(p.loss, p.loss_param)
-    sq = p.X.sqnorm
+    c = p.weight
+    # with weights the theory's rows are sqrt(c_i) a_i (see _spdc.pxd, "Weights")
+    sq = p.X.sqnorm if c is None else c * p.X.sqnorm
     R = float(np.sqrt(sq.max()))
     if not R > 0:
         raise ValueError("X has no nonzero entries")
@@ -66,13 +69,16 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
     delta_min = 1e-12 * delta0 if lam == 0.0 else 0.0
 
     b = p.y
-    x, ydual, v = initial_point(p.warm_start, p.X, b, p.loss, p.loss_param, method, n, d)
+    x, ydual, v = initial_point(p.warm_start, p.X, b, p.loss, p.loss_param, method, n, d,
+                                weight=c)
     # stopping scale: P(0) for the gap measures, ||grad f(0)||^2 without a regulariser
-    p0 = float(np.mean(_losses.value(p.loss, 0.0, b, p.loss_param)))
+    c1 = 1.0 if c is None else c
+    p0 = float(np.mean(c1 * _losses.value(p.loss, 0.0, b, p.loss_param)))
     if lam > 0.0 or l1 > 0.0:
         scale = p0
     else:
-        g0 = np.asarray(p.X.source.T @ _losses.derivative(p.loss, 0.0, b, p.loss_param)).ravel() / n
+        g0 = np.asarray(p.X.source.T @ (c1 * _losses.derivative(p.loss, 0.0, b, p.loss_param)))
+        g0 = g0.ravel() / n
         scale = float(g0 @ g0)
     x_out = None
     if p.callback is not None:
@@ -83,7 +89,9 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
         p.X.data, p.X.indices, p.X.indptr, d, b, p.loss, p.loss_param, lam, l1, R, method,
         batch_size, x, ydual, v, delta0, rule if adaptive else 0, period, c_lo, c_hi, factor,
         delta_min, p.tol, scale, p.max_epochs, o["check_every"], SAMPLING[o["sampling"]],
-        p.seed, mon, x_out=x_out, trace=trace, table_max=table_max)
+        p.seed, mon, x_out=x_out, trace=trace, table_max=table_max, weight=c)
+    if c is not None:
+        ydual = c * ydual                   # eta -> the weighted problem's dual
     info = dict(p0=p0, scale=scale, measure=MEASURES[kind], delta_hat=delta_final,
                 delta0=delta0, tau=tau, sigma=sigma, theta=theta, R=R, gamma=gamma,
                 delta=delta)
@@ -94,11 +102,13 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
                   extra={"margins": v} if v is not None else {})
 
 
-def initial_point(warm_start, Xc, b, loss, param, method, n, d):
+def initial_point(warm_start, Xc, b, loss, param, method, n, d, weight=None):
     """(x0, y0, v0) of the primal-dual solvers (also the batch ones): x0 = 0 or the warm
     start; v0 = the margins of a dual-free model, else A x0 (dual-free methods; None
     otherwise); y0 = phi'(v0) (dual-free), the warm start's dual (checked to lie in the
-    domain of phi*) or phi'(A x0)."""
+    domain of phi*) or phi'(A x0). With row weights c (``weight``) y0 is eta = y / c, the
+    dual of the unweighted phi* (a warm start's dual is the weighted problem's y = c eta:
+    it must be 0 on rows of weight 0 and y / c in the domain of phi* on the others)."""
     x0, y0, v0 = None, None, None
     if warm_start is not None:
         if isinstance(warm_start, Model):
@@ -127,6 +137,10 @@ def initial_point(warm_start, Xc, b, loss, param, method, n, d):
         y = np.array(y0, dtype=np.float64, copy=True).ravel()
         if y.shape[0] != n:
             raise ValueError(f"warm_start has {y.shape[0]} dual variables but X has {n} rows")
+        if weight is not None:
+            if (y[weight == 0] != 0).any():
+                raise ValueError("warm_start has nonzero dual variables on rows of weight 0")
+            y = np.divide(y, weight, out=np.zeros(n), where=weight > 0)
         # y lies in dom phi*(.; b) iff -y lies in the domain of the table's h(.; b)
         if not np.isfinite(_losses.conjugate(loss, -y, b, param)).all():
             raise ValueError("warm_start dual variables lie outside the domain of phi* for "
@@ -140,10 +154,14 @@ _OBJECTIVE = """
     Solves, with ``n`` rows ``a_i`` of X, targets or labels ``b_i`` and ``x`` of length
     ``n_features``::
 
-        min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+        min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-    through the saddle point ``min_x max_y (1/n) sum_i (y_i a_i.x - phi*(y_i; b_i)) + g(x)``
-    and the dual ``D(y) = -(1/n) sum_i phi*(y_i; b_i) - g*(-A^T y / n)``. ``lam = 0`` is
+    (``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say otherwise) through the
+    saddle point ``min_x max_y (1/n) sum_i (y_i a_i.x - c_i phi*(y_i / c_i; b_i)) + g(x)``
+    and the dual ``D(y) = -(1/n) sum_i c_i phi*(y_i / c_i; b_i) - g*(-A^T y / n)`` (a row
+    of weight 0 has ``y_i = 0``). With weights the dual step runs on ``eta_i = y_i / c_i``
+    (the unweighted step) and ``R = max_i sqrt(c_i) ||a_i||`` in the step sizes
+    (docs/primal_dual.md, "Weights"). ``lam = 0`` is
     allowed: P is then strongly convex from the data alone (modulus ``delta mu^2 / n``,
     ``mu^2`` the smallest eigenvalue of ``X^T X``, ``delta`` the loss's strong convexity)
     when X has full column rank, and the step sizes use ``lam + delta_hat / n``.
@@ -216,6 +234,12 @@ _PARAMS = """
         domain of phi*; None or an array: ``y0 = phi'(A x0)``); dual-free variants start
         from the margins ``v0`` of a dual-free model (``extra["margins"]``), else
         ``v0 = A x0``, and ``y0 = phi'(v0)``.
+    sample_weight : array (n,) of reals >= 0, optional
+        Row weights ``c_i`` in the objective above; an integer weight equals repeating the
+        row (at the same ``C``), a row of weight 0 leaves the problem (its ``y_i`` is 0).
+    class_weight : dict label -> weight >= 0, or "balanced", optional
+        Multiplies each row's weight by its class's (liblinear's ``-wi``); ``"balanced"``
+        gives class c the weight ``n / (k n_c)``. Classification losses only.
 """
 
 _RETURNS = """
@@ -223,7 +247,7 @@ _RETURNS = """
     -------
     Model
         ``coef`` = x; ``dual`` = y in the primal-dual convention: ``y_i`` lies in the domain
-        of ``phi*(.; b_i)`` and ``y_i = phi'(a_i.x*; b_i)`` at the optimum, with
+        of ``c_i phi*(. / c_i; b_i)`` and ``y_i = c_i phi'(a_i.x*; b_i)`` at the optimum, with
         ``x* = -A^T y* / (n lam)`` for a pure L2 term (SDCA's dual is ``-y``). ``history``:
         one row per epoch with epoch, time, primal, dual, gap (``+inf`` where ``g*`` is an
         indicator and ``-A^T y/n`` is outside its domain, e.g. always when lam = l1 = 0),
@@ -262,27 +286,31 @@ _FIXED_DELTA = """    delta_hat : float >= 0, optional
 
 def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
                verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
-               batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
+               batch_size=1, delta_hat=None, sampling="uniform", check_every=1,
+               sample_weight=None, class_weight=None):
     return fit(SPDC, locals())
 
 
 def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
-                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
+                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
+                   sample_weight=None, class_weight=None):
     return fit(ADA_SPDC, locals())
 
 
 def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
-                  batch_size=1, delta_hat=None, sampling="uniform", check_every=1):
+                  batch_size=1, delta_hat=None, sampling="uniform", check_every=1,
+                  sample_weight=None, class_weight=None):
     return fit(DF_SPDC, locals())
 
 
 def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
-                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1):
+                   c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
+                   sample_weight=None, class_weight=None):
     return fit(ADF_SPDC, locals())
 
 
@@ -345,6 +373,8 @@ _COMMON_PARAMS = dict(
     batch_size=[Interval(Integral, 1, None)],
     sampling=[Options(*SAMPLING)],
     check_every=[Interval(Integral, 1, None)],
+    sample_weight=[None, Anything("an array of n weights")],
+    class_weight=[None, Anything("a dict or 'balanced'")],
 )
 _FIXED_PARAMS = dict(_COMMON_PARAMS, delta_hat=[None, Interval(Real, 0, None, closed="left")])
 _ADAPT_PARAMS = dict(
@@ -368,7 +398,7 @@ def _describe(name, summary, method, adaptive):
         params=_ADAPT_PARAMS if adaptive else _FIXED_PARAMS,
         history=("measure", "delta_hat"), certificate=CERTIFICATE,
         engine=functools.partial(_engine, method=method, adaptive=adaptive),
-        diverge_hint=_HINT, lam_zero=True, unevaluated_nan=True))
+        diverge_hint=_HINT, lam_zero=True, unevaluated_nan=True, weights=True))
 
 
 SPDC = _describe("spdc", "stochastic primal-dual coordinate method (Zhang & Xiao; Wang & "
