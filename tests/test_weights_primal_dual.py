@@ -7,15 +7,16 @@ import pytest
 import dualsolve as ds
 
 SOLVERS = ["train_svrg", "train_katyusha", "train_spdc", "train_ada_spdc", "train_df_spdc",
-           "train_adf_spdc"]
-SPDC = SOLVERS[2:]
+           "train_adf_spdc", "train_bpd", "train_ada_bpd", "train_df_bpd"]
+SPDC = SOLVERS[2:6]
+BPD = SOLVERS[6:]
 
 
 def lam_zero_kw(name):
     """What a solver needs besides lam = 0 (the strongly convex parameters)."""
     if name == "train_katyusha":
         return dict(tau1=0.5)
-    if name in ("train_spdc", "train_df_spdc"):
+    if name in ("train_spdc", "train_df_spdc", "train_bpd", "train_df_bpd"):
         return dict(delta_hat=1.0)
     return {}
 
@@ -68,7 +69,28 @@ def test_integer_weights_spdc_variants(heart, name, kw):
     np.testing.assert_array_equal(m.dual[sw == 0], 0.0)
 
 
-@pytest.mark.parametrize("name", SPDC)
+@pytest.mark.parametrize("name", BPD)
+@pytest.mark.parametrize("l1", [0.0, 1e-3])
+def test_bpd_weights_are_the_repeated_rows_iteration(heart, name, l1):
+    # with weights the batch iteration is the repeated rows' one in other coordinates: the
+    # same L, the same number of iterations, the same objective
+    X, y = heart
+    train = getattr(ds, name)
+    sw = np.random.default_rng(7).integers(0, 4, X.shape[0])
+    rows = np.repeat(np.arange(X.shape[0]), sw)
+    C, n, nr = 0.5, X.shape[0], rows.shape[0]
+    m = train(X, y, C=C, l1=l1, sample_weight=sw, loss="logistic", tol=1e-14, max_epochs=50000)
+    d = train(X[rows], y[rows], C=C, l1=l1 * n / nr, loss="logistic", tol=1e-14,
+              max_epochs=50000)
+    assert m.converged and d.converged
+    assert m.params["L"] == pytest.approx(d.params["L"], rel=1e-12)
+    assert abs(m.n_epochs - d.n_epochs) <= 2
+    ours, theirs = (objective(w, X, y, C, sw, "logistic", l1 * C * n) for w in (m.coef, d.coef))
+    assert abs(ours - theirs) <= 1e-8 * theirs
+    np.testing.assert_array_equal(m.dual[sw == 0], 0.0)
+
+
+@pytest.mark.parametrize("name", SPDC + BPD)
 def test_weighted_dual_is_a_warm_start(heart, name):
     X, y = heart
     train = getattr(ds, name)

@@ -4,10 +4,10 @@ the adaptation rules of Alg. 3 / Alg. 4) and ``train_df_bpd`` (dual-free BPD, Al
 
 All three solve, for ``X`` with ``n`` rows ``a_i`` and labels / targets ``b_i``::
 
-    min_x  P(x) = (1/n) sum_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
+    min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; b_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-through the saddle point ``min_x max_y (1/n) sum_i (y_i a_i.x - phi*(y_i; b_i)) + g(x)``,
-in ERM units (the paper's batch dual ``w`` is ``y / n``). ``lam = 0`` is allowed: the
+(row weights ``c_i``, all 1 by default) through the saddle point
+``min_x max_y (1/n) sum_i (y_i a_i.x - c_i phi*(y_i / c_i; b_i)) + g(x)``, in ERM units (the paper's batch dual ``w`` is ``y / n``). ``lam = 0`` is allowed: the
 objective is then strongly convex "from the data" with modulus ``Delta / n``, where
 ``Delta = delta mu^2``, ``mu^2 = lambda_min(X^T X)`` and ``delta`` the strong convexity
 of the loss (1 for squared, 0 nominally for logistic / smoothed hinge, whose local curvature
@@ -25,6 +25,12 @@ Dual conventions: the dual variable here is the paper's ``y`` with ``y_i -> phi'
 at the optimum (the SDCA family's ``alpha`` is ``-y``). The dual proximal map
 ``prox_{s phi*}(v) = argmin_b phi*(b) + (b - v)^2 / (2 s)`` is the loss table's exact dual
 coordinate step with the sign flipped: ``-dual_step(loss, b, 0, -v, 1/s)``.
+
+Weights: read with rows ``sqrt(c_i) a_i`` and dual ``sqrt(c_i) eta_i``, ``eta_i = y_i / c_i``,
+the weighted problem is the unweighted one (its conjugates still gamma-strongly convex),
+and both dual steps, written in eta, are exactly the unweighted ones with the same sigma.
+So the iteration keeps ``eta`` (``self.w`` below), the primal side sees ``X^T (c eta)``,
+and ``L = ||diag(sqrt(c)) X||_2``; the returned dual is ``y = c eta``.
 """
 import functools
 import weakref
@@ -36,7 +42,7 @@ import scipy.sparse.linalg as spla
 from .._core import losses as _losses
 from .._core import status as _status
 from .._driver import Result, Solver, fit, register
-from .._params import Integral, Interval, Options, Real
+from .._params import Anything, Integral, Interval, Options, Real
 from .spdc import DUAL_FREE, EUCLID, initial_point
 
 __all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "spectral_norm"]
@@ -122,7 +128,7 @@ def _cached_norm(Xc, A):
 
 
 class _Problem:
-    def __init__(self, A, b, loss, param, lam, l1, L):
+    def __init__(self, A, b, loss, param, lam, l1, L, weight=None):
         self.A = A
         self.At = A.T                      # CSC view: X.T @ y is one O(nnz) scatter
         self.n, self.d = A.shape
@@ -133,7 +139,22 @@ class _Problem:
         self.lam, self.l1 = lam, l1
         self.L = L
         self.nnz = int(A.nnz)
-        self.p0 = float(np.mean(_losses.value(loss, 0.0, b, param)))
+        self.w = weight                    # None, or the row weights c_i (the dual is eta)
+        self.sw = None if weight is None else np.sqrt(weight)
+        self.p0 = self.loss_sum(np.zeros(self.n)) / self.n
+
+    # the weighted sums (rows of weight 0 add nothing)
+    def loss_sum(self, z):
+        phi = self.phi(z)
+        return _psum(phi if self.w is None else self.w * phi)
+
+    def conj_sum(self, eta):
+        h = self.phi_conj(eta)
+        return _psum(h if self.w is None else np.where(self.w > 0, self.w * h, 0.0))
+
+    def Xty(self, eta):
+        """X^T y with y = c eta, the weighted problem's dual."""
+        return self.At @ (eta if self.w is None else self.w * eta)
 
     # phi and its conjugate, elementwise (the loss table; h(a) = phi*(-a))
     def phi(self, z):
@@ -167,7 +188,7 @@ class _Problem:
         return r
 
     def primal(self, x, z):
-        return _psum(self.phi(z)) / self.n + self.reg(x)
+        return self.loss_sum(z) / self.n + self.reg(x)
 
     def dual_parts(self, y, q):
         """(sum_i phi*(v_i), g*(-q/n)) for the dual point v actually used, with q = X^T y,
@@ -181,11 +202,11 @@ class _Problem:
             w = -q / n
             if self.l1 > 0.0:
                 w = np.sign(w) * np.maximum(np.abs(w) - self.l1, 0.0)
-            return _psum(self.phi_conj(y)), _psum(w * w) / (2.0 * self.lam)
+            return self.conj_sum(y), _psum(w * w) / (2.0 * self.lam)
         if self.l1 > 0.0:
             qmax = float(np.abs(q).max()) / n if q.size else 0.0
             s = 1.0 if qmax <= self.l1 else self.l1 / qmax
-            return _psum(self.phi_conj(s * y)), 0.0
+            return self.conj_sum(s * y), 0.0
         return None
 
     def dual(self, y, q):
@@ -207,7 +228,7 @@ def _measures(prob, x, z, y, q, Delta):
     whenever ``Delta <= delta mu^2`` (P is Delta/n-strongly convex), and ``gb^2`` drives
     the adaptation."""
     n = prob.n
-    loss_sum = _psum(prob.phi(z))
+    loss_sum = prob.loss_sum(z)
     reg = prob.reg(x)
     p = loss_sum / n + reg
     parts = prob.dual_parts(y, q)
@@ -216,7 +237,10 @@ def _measures(prob, x, z, y, q, Delta):
         dual = -conj_sum / n - gstar
         gap = (loss_sum + conj_sum) / n + (reg + gstar)
         return p, dual, gap, gap, gap
-    gb = (float(np.linalg.norm(q)) + prob.L * float(np.linalg.norm(prob.dphi(z) - y))) / n
+    r = prob.dphi(z) - y
+    if prob.sw is not None:
+        r = prob.sw * r          # grad P = X^T diag(sqrt c) (sqrt c phi'(z)) / n
+    gb = (float(np.linalg.norm(q)) + prob.L * float(np.linalg.norm(r))) / n
     return p, -np.inf, np.inf, n * gb * gb / (2.0 * Delta), gb * gb
 
 
@@ -327,7 +351,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
     # y(0) = phi'(X x0) unless warm-started: in dom phi* for every loss, and the dual
     # optimum if x0 is optimal; for DF-BPD, v(0) = X x0 (or a model's margins) makes v(0) a
     # subgradient of phi* at y(0) = phi'(v(0)) (Lemma 1)
-    q = At @ y
+    q = prob.Xty(y)
     nnz = 2 * prob.nnz
     zt = z
     sigma, tau, theta_rate, theta = parameters(Delta)
@@ -351,7 +375,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
                 y = prob.dphi(v)
             else:
                 y = prob.dual_prox(y + sigma * zt, sigma)
-            q = At @ y
+            q = prob.Xty(y)
             # primal step, then the new scores and their extrapolation (no third product)
             x[:] = prob.prox_g(x - (tau / n) * q, tau)
             z_new = A @ x
@@ -405,9 +429,11 @@ def _engine(p, o, mon, *, method, adaptive):
     step_scale = o["step_scale"]
     theta_fixed = None if o["theta"] == "formula" else (1.0 if o["theta"] == "one"
                                                        else float(o["theta"]))
+    c = p.weight
     x, y, v = initial_point(p.warm_start, Xc, p.y, p.loss, p.loss_param,
-                            DUAL_FREE if method == "df" else EUCLID, n, d)
-    fro2 = float(np.sum(Xc.sqnorm))
+                            DUAL_FREE if method == "df" else EUCLID, n, d, weight=c)
+    # with weights the theory's rows are sqrt(c_i) a_i (see the module's "Weights")
+    fro2 = float(np.sum(Xc.sqnorm if c is None else c * Xc.sqnorm))
     Delta = o["delta_hat"]
     if Delta is None:
         # Ada-BPD's default start ||X||_F^2 / (gamma d): an upper bound on delta mu^2, since
@@ -418,8 +444,12 @@ def _engine(p, o, mon, *, method, adaptive):
         raise ValueError(f"lam = 0 needs delta_hat > 0 (an estimate of the strong convexity "
                          f"from data, delta * lambda_min(X^T X)); {p.solver.function_name} got "
                          f"delta_hat={Delta!r}. Use train_ada_bpd to estimate it on the fly.")
-    L, norm_method, cached = _cached_norm(Xc, A)
-    prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L)
+    if c is None:
+        L, norm_method, cached = _cached_norm(Xc, A)
+    else:
+        L, norm_method = spectral_norm(sp.diags(np.sqrt(c)) @ A)
+        cached = False
+    prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L, weight=c)
     # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
     target = p.tol * prob.p0 if p.tol > 0.0 else -np.inf
     adapt = None
@@ -445,7 +475,8 @@ def _engine(p, o, mon, *, method, adaptive):
                 theta_final=float(res["theta"]), nnz=prob.nnz)
     if adapt is not None:
         info.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
-    return Result(res["status"], res["n_epochs"], coef=x, dual=res["y"],
+    return Result(res["status"], res["n_epochs"], coef=x,
+                  dual=res["y"] if c is None else c * res["y"],
                   measure=res["gap_estimate"], threshold=p.tol * prob.p0, info=info,
                   extra={"margins": res["v"]} if res.get("v") is not None else {})
 
@@ -468,11 +499,12 @@ def _trivial(prob, mon):
 _OBJECTIVE_DOC = """
     Solves, with ``n`` rows ``a_i`` of ``X`` and ``x`` of length ``n_features``::
 
-        min_x  P(x) = (1/n) sum_i phi(a_i.x; y_i) + (lam/2) ||x||^2 + l1 ||x||_1
+        min_x  P(x) = (1/n) sum_i c_i phi(a_i.x; y_i) + (lam/2) ||x||^2 + l1 ||x||_1
 
-    with ``lam >= 0`` (``lam = 0`` is allowed: then P is strongly convex "from the data"
+    (``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say otherwise) with ``lam >= 0`` (``lam = 0`` is allowed: then P is strongly convex "from the data"
     with modulus ``delta mu^2 / n``, ``mu^2 = lambda_min(X^T X)``), through the saddle point
-    ``min_x max_v (1/n) sum_i (v_i a_i.x - phi*(v_i; y_i)) + g(x)``. Losses, with score ``s``:
+    ``min_x max_v (1/n) sum_i (v_i a_i.x - c_i phi*(v_i / c_i; y_i)) + g(x)``. Losses, with
+    score ``s``:
 
     ``"squared"``       (s - y)^2 / 2, y real                  (gamma = 1, delta = 1)
     ``"logistic"``      log(1 + exp(-y s)), y in {-1, +1}      (gamma = 4, delta = 0)
@@ -482,6 +514,12 @@ _OBJECTIVE_DOC = """
     (``phi`` is ``1/gamma``-smooth and ``delta``-strongly convex.) One iteration is one
     ``X @ x`` and one ``X.T @ v`` plus O(n + n_features) work; ``||X||_2`` is computed once
     (see :func:`spectral_norm`) and cached for the matrix object.
+
+    Weights: ``sample_weight`` (n reals >= 0; an integer weight equals repeating the row at
+    the same ``C``, a weight of 0 removes the row, its ``v_i`` is 0) times ``class_weight``
+    (a dict label -> weight >= 0, or ``"balanced"``: ``n / (k n_c)``; classification
+    only) give ``c_i``. The iteration then runs on ``v_i / c_i`` (the unweighted dual
+    steps) with ``L = ||diag(sqrt(c)) X||_2`` (computed for each call, not cached).
 """
 
 _COMMON_PARAMS_DOC = """
@@ -539,7 +577,8 @@ _RETURNS_DOC = """
 
 def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
-              delta_hat=None, step_scale=1.0, theta="formula"):
+              delta_hat=None, step_scale=1.0, theta="formula", sample_weight=None,
+              class_weight=None):
     """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao 2017, Algorithm 1.
     {objective}
     Iteration (ERM units, ``z = X x`` kept, ``zt = X xt``)::
@@ -579,6 +618,8 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
         Coefficients to start from; the dual starts at the model's (or the tuple's) dual
         (it must lie in the domain of phi*), else at ``phi'(X x0)``. DF-BPD starts from the
         margins of a dual-free model (``extra["margins"]``), else ``X x0``.
+    sample_weight, class_weight
+        Row weights ``c_i`` (see below).
 {returns}"""
     return fit(BPD, locals())
 
@@ -586,7 +627,7 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
 def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000,
                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
                   delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5, factor=2.0,
-                  step_scale=1.0, theta="formula"):
+                  step_scale=1.0, theta="formula", sample_weight=None, class_weight=None):
     """Adaptive batch primal-dual method, Wang & Xiao 2017, Algorithm 2 with BPD-Adapt
     (Algorithms 3 and 4).
     {objective}
@@ -618,7 +659,7 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoch
         Thresholds of the robust rule (paper: 0.95, 1.5).
     factor : float > 1
         Multiplicative change of Delta (paper: 2, i.e. sqrt(2) on mu).
-    step_scale, theta, seed, verbose, callback, warm_start
+    step_scale, theta, seed, verbose, callback, warm_start, sample_weight, class_weight
         As in :func:`train_bpd`.
 {returns}"""
     return fit(ADA_BPD, locals())
@@ -626,7 +667,8 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoch
 
 def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
-                 delta_hat=None, step_scale=0.5, theta="formula"):
+                 delta_hat=None, step_scale=0.5, theta="formula", sample_weight=None,
+                 class_weight=None):
     """Dual-free batch primal-dual method, Wang & Xiao 2017, Algorithm 6.
     {objective}
     The dual step uses the Bregman divergence of ``phi*`` instead of the Euclidean
@@ -649,7 +691,7 @@ def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         Delta, the estimate of ``delta * lambda_min(X^T X)`` the steps are built from.
     step_scale : float in (0, 1]
         c above.
-    theta, seed, verbose, callback, warm_start
+    theta, seed, verbose, callback, warm_start, sample_weight, class_weight
         As in :func:`train_bpd`.
 {returns}"""
     return fit(DF_BPD, locals())
@@ -669,6 +711,8 @@ _FIXED = dict(
     delta_hat=[None, Interval(Real, 0, None, closed="left")],
     step_scale=[Interval(Real, 0, 1, closed="right")],
     theta=[Options("formula", "one"), Interval(Real, 0, 1, closed="both")],
+    sample_weight=[None, Anything("an array of n weights")],
+    class_weight=[None, Anything("a dict or 'balanced'")],
 )
 _ADAPT = dict(
     _FIXED,
@@ -691,7 +735,7 @@ def _describe(name, summary, method, adaptive):
         params=_ADAPT if adaptive else _FIXED, history=HISTORY_EXTRA,
         certificate=CERTIFICATE,
         engine=functools.partial(_engine, method=method, adaptive=adaptive),
-        diverge_hint=_HINT, lam_zero=True))
+        diverge_hint=_HINT, lam_zero=True, weights=True))
 
 
 BPD = _describe("bpd", "batch primal-dual (Chambolle-Pock) with Wang & Xiao's parameters",
