@@ -5,7 +5,8 @@ Algorithm 4): b coordinates per iteration drawn by dualsolve._core.sampler's MbS
 all steps computed at the same w and applied together.
 
 Every step: kappa_i = alpha_i + c_i phi'(x_i.w) (c_i the row weight, 1 without weights;
-the weighted branches test P.weight != NULL, so the unweighted loops are unchanged); dalpha = -eta kappa_i; alpha_i += dalpha;
+the weighted branches test P.weight != NULL, so the unweighted loops are unchanged);
+dalpha = -eta kappa_i; alpha_i += dalpha;
 w += dalpha/(lam n) x_i, so w == X^T alpha/(lam n) is kept (up to rounding, removed by a
 recomputation of w from alpha before a convergence is certified).
 
@@ -548,7 +549,7 @@ cdef int _constants(DfProblem* P, const DfOptions* opt) noexcept nogil:
     max of c_i Lt v_i over the rows, the importance and adaptive weights c_i Lt v_i; rows of
     weight 0 get sampling weight 0 (uniform: then drawn through the alias table too)."""
     cdef Py_ssize_t i, n = P.n
-    cdef double nl = n * P.lam, vmax = 0.0, gamma = P.lam * P.ltilde, lv
+    cdef double nl = n * P.lam, vmax = 0.0, lv
     cdef KahanSum S = ksum_new()
     if opt.method == DF_UNIFORM:
         if P.weight == NULL:

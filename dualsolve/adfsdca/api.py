@@ -80,8 +80,8 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         feasible ``alphatilde = -c phi'(Xw)`` and D evaluated at
         ``X^T alphatilde / (lam n)`` (weak duality makes both upper bounds; with weights
         ``D(alpha) = -(1/n) sum_i c_i h(alpha_i / c_i) - (lam/2) ||X^T alpha / (lam n)||^2``,
-        h the conjugate term of the loss, and P(0) = (1/n) sum_i c_i phi(0)). Convergence is certified with w recomputed
-        from alpha. ``tol=0`` runs the whole budget.
+        h the conjugate term of the loss, and P(0) = (1/n) sum_i c_i phi(0)). Convergence
+        is certified with w recomputed from alpha. ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
         Epochs of n steps; ending here warns (ConvergenceWarning) with the certificate
         reached. The default is large enough for unscaled data such as w8a with
