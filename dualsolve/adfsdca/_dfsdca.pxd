@@ -8,11 +8,14 @@ Algorithm 4).
 Problem, with row x_i of the CSR matrix X (float32/float64 data, int32/int64 indices, no
 copy) and a smooth loss phi from ``dualsolve._core.losses``::
 
-    min_w  P(w) = (1/n) sum_i phi(x_i.w; y_i) + (lam/2) ||w||^2
+    min_w  P(w) = (1/n) sum_i c_i phi(x_i.w; y_i) + (lam/2) ||w||^2
 
+with row weights c_i >= 0 (``P.weight``, set after df_problem_init; NULL: every c_i = 1).
 A pseudo-dual alpha (n) is kept with ``w == X^T alpha / (lam n)``; a step on coordinate i
-with relaxation eta moves ``alpha_i`` by ``-eta kappa_i``, ``kappa_i = alpha_i + phi'(x_i.w)``
-the dual residue, and w along x_i (O(nnz of the row)).
+with relaxation eta moves ``alpha_i`` by ``-eta kappa_i``,
+``kappa_i = alpha_i + c_i phi'(x_i.w)`` the dual residue, and w along x_i (O(nnz of the
+row)). Row i's loss is c_i Lt smooth, so every step rule uses c_i Lt v_i where the
+unweighted one has Lt v_i; a row of weight 0 must start at alpha_i = 0 and is never drawn.
 
 Minimal use (see tests/test_embed_adfsdca.py for a complete extension)::
 
@@ -53,8 +56,9 @@ from dualsolve._core.sampler cimport SumTree, AliasTable, MbSampler
 from dualsolve._core.status cimport epoch_hook
 
 cdef enum:
-    DF_UNIFORM = 0        # dfSDCA: i uniform, eta = n theta_unif
-    DF_IMPORTANCE = 1     # IS-dfSDCA: p_i ~ n lam + Lt v_i (alias table), eta = theta_IS/p_i
+    DF_UNIFORM = 0        # dfSDCA: i uniform (over the rows of weight > 0), eta = n theta_unif
+    DF_IMPORTANCE = 1     # IS-dfSDCA: p_i ~ n lam + c_i Lt v_i (alias table; 0 for c_i = 0),
+                          # eta = theta_IS/p_i
     DF_PLUS = 2           # adfSDCA+: tree over epoch-start u_j, shrink by prob_shrink, capped eta
     DF_EXACT = 3          # adfSDCA: p* and theta of the current residues at every step;
                           # with batch_size > 1 mini-batch adfSDCA (Algorithm 4)
@@ -123,6 +127,9 @@ ctypedef struct DfProblem:
     MbSampler mb
     rng_state rng
     double theta
+    const double* weight       # the problem's n row weights c_i >= 0, or NULL (all 1): set
+                               # after df_problem_init (last, so the fields above keep
+                               # their offsets)
 
 
 cdef DfOptions df_default_options() noexcept nogil

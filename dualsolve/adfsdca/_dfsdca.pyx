@@ -4,13 +4,15 @@ relaxation eta (see _dfsdca.pxd), and mini-batch adfSDCA (He, Tappenden & Takac 
 Algorithm 4): b coordinates per iteration drawn by dualsolve._core.sampler's MbSampler,
 all steps computed at the same w and applied together.
 
-Every step: kappa_i = alpha_i + phi'(x_i.w); dalpha = -eta kappa_i; alpha_i += dalpha;
+Every step: kappa_i = alpha_i + c_i phi'(x_i.w) (c_i the row weight, 1 without weights;
+the weighted branches test P.weight != NULL, so the unweighted loops are unchanged);
+dalpha = -eta kappa_i; alpha_i += dalpha;
 w += dalpha/(lam n) x_i, so w == X^T alpha/(lam n) is kept (up to rounding, removed by a
 recomputation of w from alpha before a convergence is certified).
 
 Checks: P(w) from fresh margins, and the gap P(w) - D(alpha) when every alpha_i lies in the
 domain of the conjugate, else the certificate P(w) - D(alphatilde) with alphatilde =
--phi'(Xw) (always feasible) and D evaluated at w(alphatilde) = X^T alphatilde / (lam n).
+-c phi'(Xw) (always feasible) and D evaluated at w(alphatilde) = X^T alphatilde / (lam n).
 Both bound P(w) - P* from above (weak duality). The sums are compensated (_core/ksum.pxd).
 """
 from libc.math cimport sqrt, fabs, isfinite, NAN, INFINITY
@@ -79,6 +81,7 @@ cdef void df_problem_init(DfProblem* P, Py_ssize_t n, Py_ssize_t d, const double
     P.trace = NULL
     P.trace_len = 0
     P.trace_pos = 0
+    P.weight = NULL
     _clear_work(P)
 
 
@@ -122,10 +125,39 @@ cdef inline void _record(DfProblem* P, Py_ssize_t i) noexcept nogil:
 cdef inline double _residue(const floating* data, const index_t* indices,
                             const index_t* indptr, const DfProblem* P,
                             Py_ssize_t i) noexcept nogil:
-    """kappa_i = alpha_i + phi'(x_i.w) from the current w."""
+    """kappa_i = alpha_i + c_i phi'(x_i.w) from the current w."""
     cdef Py_ssize_t start = indptr[i]
     cdef double z = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
+    if P.weight != NULL:
+        return P.alpha[i] + P.weight[i] * loss_deriv(&P.loss, z, P.y[i])
     return P.alpha[i] + loss_deriv(&P.loss, z, P.y[i])
+
+
+cdef inline double _deriv(const DfProblem* P, double z, Py_ssize_t i) noexcept nogil:
+    """c_i phi'(z; y_i)."""
+    if P.weight != NULL:
+        return P.weight[i] * loss_deriv(&P.loss, z, P.y[i])
+    return loss_deriv(&P.loss, z, P.y[i])
+
+
+cdef inline double _conj(const DfProblem* P, double a, Py_ssize_t i) noexcept nogil:
+    """Row i's conjugate term of D at alpha_i = a: h(a), weighted c_i h(a / c_i) (0 at a = 0
+    and infinite elsewhere for c_i = 0)."""
+    cdef double c
+    if P.weight == NULL:
+        return loss_conj(&P.loss, a, P.y[i])
+    c = P.weight[i]
+    if c > 0.0:
+        return c * loss_conj(&P.loss, a / c, P.y[i])
+    return 0.0 if a == 0.0 else INFINITY
+
+
+cdef inline double _lt(const DfProblem* P, Py_ssize_t i) noexcept nogil:
+    """The smoothness of row i's loss: c_i Lt (Lt without weights, so that every step rule
+    written with it is the unweighted one to the bit)."""
+    if P.weight != NULL:
+        return P.weight[i] * P.ltilde
+    return P.ltilde
 
 
 cdef inline double _step(const floating* data, const index_t* indices, const index_t* indptr,
@@ -163,9 +195,11 @@ cdef double _sqnorm(const double* a, Py_ssize_t d) noexcept nogil:
 
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
                  DfProblem* P, double* values) noexcept nogil:
-    """values = primal, dual of the certificate, gap, max |kappa|, dual kind (docstring)."""
+    """values = primal, dual of the certificate, gap, max |kappa|, dual kind (docstring);
+    weighted: primal (1/n) sum c_i phi + ..., dual -(1/n) sum c_i h(alpha_i / c_i) - ...,
+    alphatilde = -c phi'(Xw)."""
     cdef Py_ssize_t i, start
-    cdef double zi, g, h, at, mk = 0.0, wn
+    cdef double zi, g, h, at, mk = 0.0, wn, li
     cdef double scale = 1.0 / (P.lam * P.n)
     cdef KahanSum ls = ksum_new(), cs = ksum_new()
     cdef bint feasible = True
@@ -173,12 +207,15 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
         start = indptr[i]
         zi = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
         P.z[i] = zi
-        ksum_add(&ls, loss_value(&P.loss, zi, P.y[i]))
-        g = loss_deriv(&P.loss, zi, P.y[i])
+        li = loss_value(&P.loss, zi, P.y[i])
+        if P.weight != NULL:
+            li = P.weight[i] * li if P.weight[i] != 0.0 else 0.0
+        ksum_add(&ls, li)
+        g = _deriv(P, zi, i)
         if fabs(P.alpha[i] + g) > mk:
             mk = fabs(P.alpha[i] + g)
         if feasible:
-            h = loss_conj(&P.loss, P.alpha[i], P.y[i])
+            h = _conj(P, P.alpha[i], i)
             if isfinite(h):
                 ksum_add(&cs, h)
             else:
@@ -193,8 +230,8 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
         cs = ksum_new()
         memset(P.work_d, 0, P.d * sizeof(double))
         for i in range(P.n):
-            at = -loss_deriv(&P.loss, P.z[i], P.y[i])
-            ksum_add(&cs, loss_conj(&P.loss, at, P.y[i]))
+            at = -_deriv(P, P.z[i], i)
+            ksum_add(&cs, _conj(P, at, i))
             if at != 0.0:
                 start = indptr[i]
                 sparse_axpy(at * scale, data + start, indices + start, indptr[i + 1] - start,
@@ -275,7 +312,7 @@ cdef int _epoch_plus(const floating* data, const index_t* indices, const index_t
 
 
 cdef inline void _refresh(DfProblem* P, Py_ssize_t r) noexcept nogil:
-    cdef double k = P.alpha[r] + loss_deriv(&P.loss, P.z[r], P.y[r])
+    cdef double k = P.alpha[r] + _deriv(P, P.z[r], r)
     P.kappa[r] = k
     sumtree_set(&P.tree, r, P.s[r] * fabs(k))
     sumtree_set(&P.tree2, r, k * k)
@@ -295,7 +332,7 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
         start = indptr[j]
         zj = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
         P.z[j] = zj
-        P.kappa[j] = P.alpha[j] + loss_deriv(&P.loss, zj, P.y[j])
+        P.kappa[j] = P.alpha[j] + _deriv(P, zj, j)
         P.u[j] = P.s[j] * fabs(P.kappa[j])
         P.stamp[j] = -1
     sumtree_build(&P.tree, P.u)
@@ -347,14 +384,14 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
 
 
 cdef inline double _mb_weights(DfProblem* P, double eso) noexcept nogil:
-    """u_j = sqrt(eso v_j gamma + n lam^2) |kappa_j| (p* of (17) with the ESO weights
-    v'_j = eso v_j); returns sum kappa_j^2."""
+    """u_j = sqrt(eso v_j gamma_j + n lam^2) |kappa_j| (p* of (17) with the ESO weights
+    v'_j = eso v_j; gamma_j = lam c_j Lt); returns sum kappa_j^2."""
     cdef Py_ssize_t j
-    cdef double gamma = P.lam * P.ltilde, nl2 = P.n * P.lam * P.lam, K2 = 0.0, k
+    cdef double nl2 = P.n * P.lam * P.lam, K2 = 0.0, k
     for j in range(P.n):
         k = P.kappa[j]
         K2 += k * k
-        P.u[j] = sqrt(eso * P.v[j] * gamma + nl2) * fabs(k)
+        P.u[j] = sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(k)
     return K2
 
 
@@ -380,7 +417,7 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
         P.z[j] = zj
     for it in range(iters):
         for j in range(n):
-            P.kappa[j] = P.alpha[j] + loss_deriv(&P.loss, P.z[j], P.y[j])
+            P.kappa[j] = P.alpha[j] + _deriv(P, P.z[j], j)
         eso = P.eso
         K2 = _mb_weights(P, eso)
         if not isfinite(K2):
@@ -405,7 +442,7 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
             _record(P, i)
             eta = theta / P.mb.qx[i]
             if cap > 0.0:
-                ecap = cap * n * P.lam / (n * P.lam + P.ltilde * eso * P.v[i])
+                ecap = cap * n * P.lam / (n * P.lam + _lt(P, i) * eso * P.v[i])
                 if eta > ecap:
                     eta = ecap
             P.dbatch[k] = -eta * P.kappa[i]
@@ -457,13 +494,16 @@ cdef int _allocate(DfProblem* P, const DfOptions* opt, double** v_owned) noexcep
     cdef Py_ssize_t n = P.n
     cdef bint failed = False, adaptive = opt.method == DF_PLUS or opt.method == DF_EXACT
     cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
+    # uniform sampling with rows of weight 0 draws through an alias table over the others
+    cdef bint table = (opt.method == DF_IMPORTANCE
+                       or (opt.method == DF_UNIFORM and _zero_weight(P)))
     if P.sqnorm == NULL:
         v_owned[0] = _doubles(n, &failed)
     P.z = _doubles(n, &failed)
     P.work_d = _doubles(P.d, &failed)
-    if opt.method != DF_UNIFORM:
+    if opt.method != DF_UNIFORM or table:
         P.eta = _doubles(n, &failed)
-    if opt.method == DF_IMPORTANCE and alias_init(&P.alias, n, NULL, NULL) != 0:
+    if table and alias_init(&P.alias, n, NULL, NULL) != 0:
         failed = True
     if adaptive:
         P.s = _doubles(n, &failed)
@@ -504,32 +544,64 @@ cdef void _release(DfProblem* P) noexcept nogil:
 
 
 cdef int _constants(DfProblem* P, const DfOptions* opt) noexcept nogil:
-    """Steps and sampling weights of the method; 0, or -1 (the alias table's scratch)."""
+    """Steps and sampling weights of the method; 0, or -1 (the alias table's scratch).
+    With row weights the smoothness of row i is c_i Lt (``_lt``): the uniform step takes the
+    max of c_i Lt v_i over the rows, the importance and adaptive weights c_i Lt v_i; rows of
+    weight 0 get sampling weight 0 (uniform: then drawn through the alias table too)."""
     cdef Py_ssize_t i, n = P.n
-    cdef double nl = n * P.lam, vmax = 0.0, gamma = P.lam * P.ltilde
+    cdef double nl = n * P.lam, vmax = 0.0, lv
     cdef KahanSum S = ksum_new()
     if opt.method == DF_UNIFORM:
+        if P.weight == NULL:
+            for i in range(n):
+                if P.v[i] > vmax:
+                    vmax = P.v[i]
+            P.theta = P.lam / (nl + P.ltilde * vmax)
+            return 0
         for i in range(n):
-            if P.v[i] > vmax:
-                vmax = P.v[i]
-        P.theta = P.lam / (nl + P.ltilde * vmax)
+            lv = _lt(P, i) * P.v[i]
+            if lv > vmax:
+                vmax = lv
+        P.theta = P.lam / (nl + vmax)
+        if P.alias.prob != NULL:                           # some rows have weight 0
+            for i in range(n):
+                P.eta[i] = 1.0 if P.weight[i] > 0.0 else 0.0
+            if alias_build(&P.alias, P.eta) != 0:
+                return -1
+            for i in range(n):
+                P.eta[i] = n * P.theta
         return 0
     if opt.method == DF_IMPORTANCE:
         for i in range(n):
-            P.eta[i] = nl + P.ltilde * P.v[i]             # c_i, the unnormalised p_i
+            if P.weight != NULL and not P.weight[i] > 0.0:
+                P.eta[i] = 0.0                             # never drawn
+            else:
+                P.eta[i] = nl + _lt(P, i) * P.v[i]         # the unnormalised p_i
             ksum_add(&S, P.eta[i])
         if alias_build(&P.alias, P.eta) != 0:
             return -1
         P.theta = nl / ksum_value(&S)
         for i in range(n):
-            P.eta[i] = P.theta / (P.eta[i] / ksum_value(&S))    # theta_IS / p_i
+            if P.eta[i] > 0.0:
+                P.eta[i] = P.theta / (P.eta[i] / ksum_value(&S))    # theta_IS / p_i
         return 0
     if opt.method == DF_EXACT and opt.batch_size > 1:
         return 0
     for i in range(n):
-        P.s[i] = sqrt(P.v[i] * gamma + n * P.lam * P.lam)
-        P.eta[i] = opt.step_cap * nl / (nl + P.ltilde * P.v[i])
+        P.s[i] = sqrt(P.v[i] * (P.lam * _lt(P, i)) + n * P.lam * P.lam)
+        P.eta[i] = opt.step_cap * nl / (nl + _lt(P, i) * P.v[i])
     return 0
+
+
+cdef bint _zero_weight(const DfProblem* P) noexcept nogil:
+    """Whether some row has weight 0."""
+    cdef Py_ssize_t i
+    if P.weight == NULL:
+        return False
+    for i in range(P.n):
+        if not P.weight[i] > 0.0:
+            return True
+    return False
 
 
 cdef void _fill_csc(const floating* data, const index_t* indices, const index_t* indptr,
@@ -638,7 +710,10 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
                 omega = csc_indptr[i + 1] - csc_indptr[i]
         P.eso = <double>(opt.batch_size if opt.batch_size < omega else omega)
     for i in range(P.n):
-        ksum_add(&s0, loss_value(&P.loss, 0.0, P.y[i]))
+        if P.weight == NULL:
+            ksum_add(&s0, loss_value(&P.loss, 0.0, P.y[i]))
+        elif P.weight[i] != 0.0:
+            ksum_add(&s0, P.weight[i] * loss_value(&P.loss, 0.0, P.y[i]))
         if P.alpha[i] != 0.0:
             cold = False
     p0 = ksum_value(&s0) / P.n
@@ -662,7 +737,9 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         if opt.method == DF_UNIFORM or opt.method == DF_IMPORTANCE:
-            r = _epoch_fixed(data, indices, indptr, P, opt.method)
+            # the uniform step over the rows of weight > 0 draws from the alias table
+            r = _epoch_fixed(data, indices, indptr, P,
+                             DF_IMPORTANCE if P.alias.prob != NULL else opt.method)
         elif opt.method == DF_PLUS:
             r = _epoch_plus(data, indices, indptr, P, opt.prob_shrink, opt.step_cap > 0.0)
         elif minibatch:
@@ -716,11 +793,12 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double[::1] w, double[::1] alpha, sqnorm, int method, double tol,
           Py_ssize_t max_epochs, Py_ssize_t check_every, unsigned long long seed,
           double prob_shrink, double step_cap, Py_ssize_t batch_size, int batch_sampling,
-          mon, trace=None):
+          mon, trace=None, weight=None):
     """Run dfsdca_run on validated arrays (w and alpha are written in place; alpha is the
     start), reporting every epoch to ``mon`` (which must expect DF_HOOK_VALUES values).
     sqnorm: the squared row norms (float64), or None to compute them. trace: an intp array
-    receiving the sampled coordinates in order (tests).
+    receiving the sampled coordinates in order (tests). weight: the row weights c_i >= 0
+    (float64, n), or None; alpha must be 0 on the rows of weight 0.
     Returns (status, n_epochs, primal, dual, gap, p0, theta)."""
     cdef Py_ssize_t n = alpha.shape[0], d = n_features
     if indptr.shape[0] != n + 1 or y.shape[0] != n or w.shape[0] != d:
@@ -739,6 +817,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     cdef DfResult res
     df_problem_init(&P, n, d, &y[0], L, lam, &wv[0], &alpha[0], double_ptr(sqnorm, n, "sqnorm"))
     P.trace = intp_out(trace, &P.trace_len)
+    P.weight = double_ptr(weight, n, "weight")
     opt.method = method
     opt.tol = tol
     opt.max_epochs = max_epochs

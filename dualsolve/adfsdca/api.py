@@ -12,7 +12,7 @@ import numpy as np
 from .._core import losses as _losses
 from .._core import status as _status
 from .._driver import Result, Solver, fit, register
-from .._params import Integral, Interval, Options, Real
+from .._params import Anything, Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _dfsdca
 
@@ -25,18 +25,19 @@ HISTORY = ("max_kappa", "dual_kind")
 
 def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
-                 sampling="uniform", check_every=1):
+                 sampling="uniform", check_every=1, sample_weight=None, class_weight=None):
     """Train a linear model by dual-free SDCA (dfSDCA, Shalev-Shwartz 2016), with uniform or
     fixed importance sampling (IS-dfSDCA, Csiba & Richtarik 2015).
 
     Solves, with ``n`` rows ``x_i`` of X and ``w`` of length ``n_features``::
 
-        min_w  P(w) = (1/n) sum_i phi(x_i.w; y_i) + (lam/2) ||w||^2
+        min_w  P(w) = (1/n) sum_i c_i phi(x_i.w; y_i) + (lam/2) ||w||^2
 
-    for a smooth loss phi. "Dual free": a pseudo-dual ``alpha`` (n) is kept together with
+    for a smooth loss phi (``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say
+    otherwise). "Dual free": a pseudo-dual ``alpha`` (n) is kept together with
     ``w = X^T alpha / (lam n)``; a step on row i computes the dual residue
-    ``kappa_i = alpha_i + phi'(x_i.w; y_i)`` (zero for every i at the optimum, where
-    ``alpha_i = -phi'(x_i.w*)``) and moves ``alpha_i -= eta_i kappa_i`` and
+    ``kappa_i = alpha_i + c_i phi'(x_i.w; y_i)`` (zero for every i at the optimum, where
+    ``alpha_i = -c_i phi'(x_i.w*)``) and moves ``alpha_i -= eta_i kappa_i`` and
     ``w -= eta_i kappa_i x_i / (lam n)``: one sparse dot and one sparse axpy, no conjugate.
     Each epoch makes n steps on rows drawn with replacement.
 
@@ -47,7 +48,9 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     row norms are uneven. Both steps are the theory's (He et al. 2018, the remarks after
     Corollary 1) and scale with the data: ``v_i = ||x_i||^2`` and the loss's smoothness
     ``Lt``; both keep ``eta_i < 1``, so every step is a convex combination of alpha_i and
-    -phi'(x_i.w) and never overshoots.
+    -c_i phi'(x_i.w) and never overshoots. With weights, row i's loss is ``c_i Lt`` smooth
+    and every ``Lt v_i`` above (and in :func:`train_adfsdca`) becomes ``c_i Lt v_i``; rows
+    of weight 0 are never drawn.
 
     Losses (``m = y x.w``, y in {-1, +1}) and their smoothness constants Lt:
 
@@ -74,9 +77,11 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         bounds ``P(w) - P*``). At every check P(w) is computed from fresh margins ``Xw``;
         the certificate is the duality gap ``P(w) - D(alpha)`` when every alpha_i lies in
         the domain of the conjugate, else ``P(w) - D(alphatilde)`` with the always
-        feasible ``alphatilde = -phi'(Xw)`` and D evaluated at ``X^T alphatilde / (lam n)``
-        (weak duality makes both upper bounds). Convergence is certified with w recomputed
-        from alpha. ``tol=0`` runs the whole budget.
+        feasible ``alphatilde = -c phi'(Xw)`` and D evaluated at
+        ``X^T alphatilde / (lam n)`` (weak duality makes both upper bounds; with weights
+        ``D(alpha) = -(1/n) sum_i c_i h(alpha_i / c_i) - (lam/2) ||X^T alpha / (lam n)||^2``,
+        h the conjugate term of the loss, and P(0) = (1/n) sum_i c_i phi(0)). Convergence
+        is certified with w recomputed from alpha. ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
         Epochs of n steps; ending here warns (ConvergenceWarning) with the certificate
         reached. The default is large enough for unscaled data such as w8a with
@@ -91,7 +96,8 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         (``stop_reason="callback"``). An exception it raises reaches the caller.
     warm_start : Model or array (n,), optional
         The pseudo-dual alpha to start from (``w`` is recomputed as
-        ``X^T alpha / (lam n)``); default 0. Any real alpha is allowed.
+        ``X^T alpha / (lam n)``); default 0. Any real alpha is allowed, except nonzero
+        values on rows of weight 0 (a ValueError).
     smoothing : float > 0, optional
         Width s of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     sampling : {"uniform", "importance"}
@@ -100,6 +106,13 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     check_every : int >= 1
         Compute P and the certificate (one or two passes over X) every this many epochs
         (and at the last one); ``history`` has NaN in between.
+    sample_weight : array (n,) of reals >= 0, optional
+        Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
+        A row of weight 0 is left out (its alpha_i stays 0; it is never drawn).
+    class_weight : dict label -> weight >= 0, or "balanced", optional
+        Multiplies each row's weight by its class's (liblinear's ``-wi``); ``"balanced"``
+        gives class c the weight ``n / (k n_c)``. With more than two classes each row keeps
+        its own class's weight in every one-vs-rest problem (as in :func:`train_sdca`).
 
     Returns
     -------
@@ -117,7 +130,7 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
 def train_adfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
                   variant="plus", prob_shrink=10.0, step_cap="auto", batch_size=1,
-                  batch_sampling="alg3", check_every=1):
+                  batch_sampling="alg3", check_every=1, sample_weight=None, class_weight=None):
     """Train a linear model by adaptive dual-free SDCA (He, Tappenden & Takac 2018), serial
     (adfSDCA+, Algorithm 2; adfSDCA, Algorithm 1) or with mini-batches (Algorithm 4).
 
@@ -181,8 +194,10 @@ def train_adfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoc
         not every b-subset is possible).
 
     The other parameters (X, y, loss, lam, C, tol, max_epochs, seed, verbose, callback,
-    warm_start, smoothing, check_every), the certificate and the returned Model are those
-    of :func:`train_dfsdca`; ``params["theta"]`` is the last theta.
+    warm_start, smoothing, check_every, sample_weight, class_weight), the weighted
+    objective, the certificate and the returned Model are those of :func:`train_dfsdca`
+    (with weights, ``gamma = lam c_i Lt`` per row in ``s_i``, the ESO weights and the cap);
+    ``params["theta"]`` is the last theta.
     """
     return fit(ADFSDCA, locals())
 
@@ -220,12 +235,15 @@ def _step_cap(step_cap, variant):
 
 def _run(p, o, mon, method, shrink=1.0, cap=0.0, batch_size=1, batch_sampling="alg3"):
     alpha = warm_start_dual(p.warm_start, p.n)
+    if p.weight is not None and (alpha[p.weight == 0] != 0).any():
+        raise ValueError("warm_start has nonzero pseudo-dual variables on rows of weight 0 "
+                         "(sample_weight x class_weight)")
     w = np.zeros(p.d)
     mon.set_coef(w)
     status, n_epochs, primal, dual, gap, p0, theta = _dfsdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, w, alpha,
         p.X.sqnorm, method, p.tol, p.max_epochs, o["check_every"], p.seed, shrink, cap,
-        batch_size, BATCH_SAMPLING[batch_sampling], mon, trace=_TRACE.get())
+        batch_size, BATCH_SAMPLING[batch_sampling], mon, trace=_TRACE.get(), weight=p.weight)
     note = ""
     if status == _status.MAX_EPOCHS and p.tol > 0:
         note = _why_slow(p, mon.rows, uniform=method == SAMPLING["uniform"])
@@ -239,7 +257,8 @@ def _why_slow(p, rows, uniform):
     1 - 1/(n + Lt Q/lam) per step, Q the mean squared row norm, or the largest for dfSDCA's
     uniform step)."""
     lt = _dfsdca.loss_smoothness(p.loss, p.loss_param)
-    which, k = ("max", lt * p.X.sqnorm.max()) if uniform else ("mean", lt * p.X.sqnorm.mean())
+    lv = lt * p.X.sqnorm if p.weight is None else lt * p.weight * p.X.sqnorm
+    which, k = ("max", lv.max()) if uniform else ("mean", lv.mean())
     k /= p.lam * p.n
     gaps = [(r[0], r[4]) for r in rows if math.isfinite(r[4])]
     seen = ""
@@ -275,10 +294,13 @@ def _adfsdca_engine(p, o, mon):
 
 def _p0(p):
     """P(0), the scale of the certificate's tolerance and of the divergence watch."""
-    return float(np.mean(_losses.value(p.loss, np.zeros(p.n), p.y, p.loss_param)))
+    phi0 = _losses.value(p.loss, np.zeros(p.n), p.y, p.loss_param)
+    return float(np.mean(phi0 if p.weight is None else p.weight * phi0))
 
 
-COMMON = dict(check_every=[Interval(Integral, 1, None)])
+COMMON = dict(check_every=[Interval(Integral, 1, None)],
+              sample_weight=[None, Anything("an array of n weights")],
+              class_weight=[None, Anything("a dict or 'balanced'")])
 
 DFSDCA = register(Solver(
     name="dfsdca", family="adfsdca",
@@ -291,7 +313,8 @@ DFSDCA = register(Solver(
     diverge_hint="dfSDCA's steps never overshoot, so the start is the usual cause: a "
                  "warm_start whose w = X^T alpha / (lam n) overflows; otherwise rescale X "
                  "or raise lam",
-    engine=_dfsdca_engine, unevaluated_nan=True, watch_growth=True, objective_scale=_p0))
+    engine=_dfsdca_engine, unevaluated_nan=True, watch_growth=True, objective_scale=_p0,
+    weights=True))
 
 ADFSDCA = register(Solver(
     name="adfsdca", family="adfsdca",
@@ -310,4 +333,5 @@ ADFSDCA = register(Solver(
     diverge_hint="cap the step: step_cap='coordinate' (the default of variant='plus', "
                  "also available for 'exact') or a smaller float step_cap; a warm_start "
                  "whose w = X^T alpha / (lam n) overflows diverges too",
-    engine=_adfsdca_engine, unevaluated_nan=True, watch_growth=True, objective_scale=_p0))
+    engine=_adfsdca_engine, unevaluated_nan=True, watch_growth=True, objective_scale=_p0,
+    weights=True))
