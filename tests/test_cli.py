@@ -692,3 +692,14 @@ def test_liblinear_s4_is_crammer_singer(tmp_path, capsys):
     ref = dualsolve.train_sdca(X, y, loss="hinge", multi_class="crammer_singer", tol=1e-8)
     assert m.params["multi_class"] == "crammer_singer"
     np.testing.assert_array_equal(m.coef, ref.coef)
+
+
+@pytest.mark.parametrize("solver", ["dfsdca", "svrg"])
+def test_class_weight_flags_reach_other_solvers(heart_file, tmp_path, capsys, solver):
+    path, (X, y) = heart_file
+    rc, _, _ = run(["train", "-s", solver, "-l", "logistic", "-w1", "2", "-q", path,
+                    tmp_path / "m"], capsys)
+    assert rc == 0
+    m = dualsolve.load_model(tmp_path / "m")
+    ref = getattr(dualsolve, "train_" + solver)(X, y, loss="logistic", class_weight={1.0: 2.0})
+    np.testing.assert_array_equal(m.coef, ref.coef)
