@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import dualsolve as ds
+from dualsolve._driver import solvers
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,11 @@ def test_weights_reach_one_vs_rest(heart):
         np.testing.assert_array_equal(m.coef[c], b.coef)
 
 
+#: every solver whose description takes weights (a new one is covered without a test)
+WEIGHTED = sorted(name for name, s in solvers().items() if s.weights)
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
 @pytest.mark.parametrize("kw, err, match", [
     (dict(sample_weight=-np.ones(270)), ValueError, "sample_weight must be >= 0"),
     (dict(sample_weight=np.ones(5)), ValueError, "sample_weight has shape"),
@@ -75,7 +81,8 @@ def test_weights_reach_one_vs_rest(heart):
     (dict(class_weight=[1, 2]), TypeError, "class_weight"),
     (dict(class_weight={1.0: 1.0}, loss="squared"), ValueError, "class_weight"),
 ])
-def test_bad_weights(heart, kw, err, match):
+def test_bad_weights(heart, name, kw, err, match):
     X, y = heart
+    kw = dict(dict(loss="logistic"), **kw)
     with pytest.raises(err, match=match):
-        ds.train_sdca(X, y, **kw)
+        getattr(ds, "train_" + name)(X, y, **kw)

@@ -170,21 +170,4 @@ def test_class_weight_is_a_row_weight(heart, name):
     np.testing.assert_array_equal(a.coef, b.coef)
 
 
-@pytest.mark.parametrize("name", SOLVERS)
-@pytest.mark.parametrize("kw, err, match", [
-    (dict(sample_weight=-np.ones(270)), ValueError, "sample_weight must be >= 0"),
-    (dict(sample_weight=np.ones(5)), ValueError, "sample_weight has shape"),
-    (dict(sample_weight=np.full(270, np.nan)), ValueError, "sample_weight contains NaN"),
-    (dict(sample_weight=np.zeros(270)), ValueError, "weight 0"),
-    (dict(sample_weight=np.array(["a"] * 270)), TypeError, "sample_weight"),
-    (dict(class_weight={5: 1.0}), ValueError, "label 5"),
-    (dict(class_weight={1.0: -2.0}), ValueError, "class_weight"),
-    (dict(class_weight="even"), ValueError, "class_weight"),
-    (dict(class_weight=[1, 2]), TypeError, "class_weight"),
-    (dict(class_weight={1.0: 1.0}, loss="squared"), ValueError, "class_weight"),
-])
-def test_bad_weights(heart, name, kw, err, match):
-    X, y = heart
-    kw = dict(dict(loss="logistic"), **kw)
-    with pytest.raises(err, match=match):
-        getattr(ds, name)(X, y, **kw)
+# bad weights: tests/test_weights.py, generated over every solver that takes them
