@@ -22,3 +22,15 @@ cdef enum:
 
 
 ctypedef int (*epoch_hook)(void* ctx, Py_ssize_t epoch, const double* values) noexcept nogil
+
+
+cdef inline int report_epoch(epoch_hook hook, void* ctx, Py_ssize_t epoch,
+                             const double* values, int status) noexcept nogil:
+    """Hand one epoch's values to the hook (NULL: no hook) and return the status to go on
+    with: the hook's request to stop, unless the epoch already ended the run (a converged or
+    diverged status stays)."""
+    cdef int stop
+    if hook == NULL:
+        return status
+    stop = hook(ctx, epoch, values)
+    return stop if stop != 0 and status == STATUS_MAX_EPOCHS else status

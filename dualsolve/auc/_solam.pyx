@@ -25,7 +25,7 @@ from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY)
+                                     STATUS_NO_MEMORY, report_epoch)
 from dualsolve._core.lazy cimport (ScaledVec, sv_init, sv_scale, sv_dot, sv_add, sv_sqnorm,
                                    sv_renormalize)
 from dualsolve.auc._ppd cimport (auc_grads, auc_evaluate, auc_default_step, AucEval, AUC_SOLAM,
@@ -224,10 +224,7 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
             status = STATUS_DIVERGED
         elif ev.measure <= target:
             status = STATUS_CONVERGED
-        if hook != NULL:
-            stop = hook(ctx, epoch, values)
-            if stop != 0 and status == STATUS_MAX_EPOCHS:
-                status = stop
+        status = report_epoch(hook, ctx, epoch, values, status)
         if status != STATUS_MAX_EPOCHS or epoch >= opt.max_epochs:
             break
         # one epoch of n steps, polling the hook for Ctrl-C

@@ -19,7 +19,7 @@ import numpy as np
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
-                                     epoch_hook)
+                                     epoch_hook, report_epoch)
 from dualsolve._core.kernels cimport ColumnSource
 from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
@@ -138,12 +138,6 @@ cdef int _kernel_epoch(ColumnSource K, KernelProblem* P, bint permute, bint esti
     return 0
 
 
-cdef inline int _report(epoch_hook hook, void* ctx, Py_ssize_t epoch, double* values,
-                        int status) noexcept nogil:
-    """Hand one epoch to the hook; the status to go on with (a converged run stays so)."""
-    cdef int stop
-    if hook == NULL:
-        return status
     stop = hook(ctx, epoch, values)
     if stop != 0 and status != STATUS_CONVERGED:
         return stop
@@ -192,7 +186,7 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
     _kernel_check(K, P, &primal, &dual, &gap)
     res.status = STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS
     values[0], values[1], values[2], values[3], values[4] = primal, dual, gap, NAN, <double>n
-    res.status = _report(hook, ctx, 0, values, res.status)
+    res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         stop = _kernel_epoch(K, P, permute, estimating, chunk, hook, ctx)
         if stop != 0:
@@ -211,7 +205,7 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
         values[2] = gap if checked else NAN
         values[3] = estimate
         values[4] = <double>n
-        res.status = _report(hook, ctx, epoch, values, res.status)
+        res.status = report_epoch(hook, ctx, epoch, values, res.status)
     free(P.z)
     free(P.index)
     P.z = NULL
@@ -401,7 +395,7 @@ cdef int kernel_sgd_run(ColumnSource K, KernelSgdProblem* P, const KernelSgdOpti
         zt[q] = zex[q]
     res.status = STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS
     values[0], values[1], values[2], values[3] = primal, dual, gap, step
-    res.status = _report(hook, ctx, 0, values, res.status)
+    res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         stop = _sgd_epoch(K, P, zt, index, &rng, permute, step, shrink, chunk, hook, ctx)
         if stop != 0:
@@ -422,7 +416,7 @@ cdef int kernel_sgd_run(ColumnSource K, KernelSgdProblem* P, const KernelSgdOpti
                 since_best = 0
                 best_gap = gap      # a lucky low of the noisy phase is no yardstick
         values[0], values[1], values[2], values[3] = primal, dual, gap, step
-        res.status = _report(hook, ctx, epoch, values, res.status)
+        res.status = report_epoch(hook, ctx, epoch, values, res.status)
     free(zt)
     free(index)
     res.n_epochs = epoch

@@ -41,7 +41,7 @@ import numpy as np
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY)
+                                     STATUS_NO_MEMORY, report_epoch)
 from dualsolve._core.csr cimport floating, index_t, prefetch_row, prefetch_records
 from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
                                      loss_dual_step, loss_conj_strong_convexity, make_loss)
@@ -937,9 +937,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     if hook != NULL:
         values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
         values[4] = P.delta_hat
-        stop = hook(ctx, 0, values)
-        if stop != 0 and res.status == STATUS_MAX_EPOCHS:
-            res.status = stop
+        res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         total = _draw_epoch(&P.rng, P.perm, P.order, P.n, P.batch, opt.sampling)
         stop = _stop_steps(data, indices, indptr, P, &lp, total, dyb, S, chunk, hook, ctx)

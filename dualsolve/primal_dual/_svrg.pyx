@@ -83,7 +83,7 @@ from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, loss_conj, mak
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.lazy cimport drift_coeffs
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY)
+                                     STATUS_NO_MEMORY, report_epoch)
 
 
 cdef enum:
@@ -907,9 +907,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     if hook != NULL:
         values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
         values[4] = res.passes
-        stop = hook(ctx, 0, values)
-        if stop != 0 and res.status == STATUS_MAX_EPOCHS:
-            res.status = stop
+        res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         _set_mu(&S, mu)
         stop = _epoch(data, indices, indptr, &S, m, chunk, hook, ctx)
@@ -928,9 +926,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
         if hook != NULL:
             values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
             values[4] = res.passes
-            stop = hook(ctx, epoch, values)
-            if stop != 0 and res.status == STATUS_MAX_EPOCHS:
-                res.status = stop
+            res.status = report_epoch(hook, ctx, epoch, values, res.status)
     res.n_epochs = epoch
     res.primal = out[0]
     res.dual = out[1]

@@ -31,7 +31,8 @@ import numpy as np
 
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
-from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY)
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
+                                     report_epoch)
 from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
@@ -410,9 +411,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>n
-        stop = hook(ctx, 0, values)
-        if stop != 0 and res.status != STATUS_CONVERGED:
-            res.status = stop
+        res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
@@ -443,9 +442,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             values[2] = gap if checked else NAN
             values[3] = estimate
             values[4] = <double>S.n_active
-            stop = hook(ctx, epoch, values)
-            if stop != 0 and res.status != STATUS_CONVERGED:
-                res.status = stop
+            res.status = report_epoch(hook, ctx, epoch, values, res.status)
     _free_work(&S)
     res.n_epochs = epoch
     res.primal = primal

@@ -23,7 +23,7 @@ import numpy as np
 
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
-from dualsolve._core.status cimport STATUS_CONVERGED, STATUS_MAX_EPOCHS
+from dualsolve._core.status cimport STATUS_CONVERGED, STATUS_MAX_EPOCHS, report_epoch
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
@@ -330,7 +330,6 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     schedule_init(&sched, opt.check_every,
                   <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n)
     cdef bint checked, certify, cold = True
-    cdef int stop
     cdef double values[SDCA_HOOK_VALUES]
     for i in range(P.n):
         if P.alpha[i] != 0.0:
@@ -365,9 +364,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>P.n_active
-        stop = hook(ctx, 0, values)
-        if stop != 0 and res.status != STATUS_CONVERGED:
-            res.status = stop
+        res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         _epoch(data, indices, indptr, P, opt)
@@ -393,9 +390,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             values[2] = gap if checked else NAN
             values[3] = estimate
             values[4] = <double>P.n_active
-            stop = hook(ctx, epoch, values)
-            if stop != 0 and res.status != STATUS_CONVERGED:
-                res.status = stop
+            res.status = report_epoch(hook, ctx, epoch, values, res.status)
     res.n_epochs = epoch
     res.primal = primal
     res.dual = dual
