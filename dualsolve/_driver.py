@@ -28,6 +28,9 @@ from .model import Model, make_history
 #: losses of regression problems (real targets); the others classify two classes
 REGRESSION_LOSSES = _losses.REGRESSION_LOSSES
 
+#: the arguments of the solvers that take weights (``Solver.weights``); not solver options
+WEIGHT_ARGS = ("sample_weight", "class_weight")
+
 #: the parameters every solver takes, and their constraints (defaults are per solver)
 COMMON = {
     "tol": [Interval(Real, 0, None, closed="left")],
@@ -61,7 +64,8 @@ class Solver:
     objective_scale: Optional[Callable] = None   # problem -> the objective's scale for that
     samples: Optional[Callable] = None      # (n rows, options) -> the n of lam's 1/n and of
                                             # C's lam = 1/(C n) (mixup counts mixed points)
-    weights: bool = False       # takes sample_weight / class_weight (a weighted loss sum)
+    weights: bool = False       # takes sample_weight / class_weight (a weighted loss sum):
+                                # the driver validates them into Problem.weight
 
     @property
     def function_name(self):
@@ -200,6 +204,10 @@ def prepare(solver, args):
         y, classes = check_labels(args["y"], n, task)
     weight = None
     if solver.weights:
+        for key in WEIGHT_ARGS:
+            if key not in args:
+                raise TypeError(f"{name}: its description takes weights but its signature "
+                                f"lacks {key!r}")
         weight = check_weights(args["sample_weight"], args["class_weight"], all_codes, classes, n)
     if task == "soft":                      # soft labels in [-1, 1]: the two classes are its ends
         classes = np.array([-1.0, 1.0])
@@ -274,6 +282,8 @@ def _build_model(solver, p, options, res, mon):
     if solver.liblinear_c and p.lam > 0:
         params["C"] = 1.0 / (p.lam * (solver.samples(p.n, options) if solver.samples else p.n))
     params.update({k: v for k, v in options.items() if not callable(v)})
+    if p.weight is not None:                # the weights themselves are data, not kept
+        params["weighted"] = True
     params.update(res.info)
     history = make_history(mon.rows, extra_fields=solver.history)
     return res.model_class(coef=res.coef, intercept=res.intercept, dual=res.dual,

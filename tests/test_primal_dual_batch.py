@@ -647,7 +647,7 @@ def test_bad_inputs(heart):
         Xbad.data[3] = np.nan
         with pytest.raises(ValueError, match="X contains NaN or infinity"):
             solver(Xbad, yr, loss="squared")
-    for kw, msg in [(dict(rule="fast"), "rule must be 'simple' or 'robust'"),
+    for kw, msg in [(dict(rule="fast"), "rule must be 'robust' or 'simple'"),
                     (dict(period=0), r"period must be an integer in \[1, inf\)"),
                     (dict(c_lo=1.2), r"c_lo must be a real number in \(0, 1\)"),
                     (dict(c_hi=0.9), r"c_hi must be a real number in \(1, inf\)"),

@@ -86,3 +86,13 @@ def test_bad_weights(heart, name, kw, err, match):
     kw = dict(dict(loss="logistic"), **kw)
     with pytest.raises(err, match=match):
         getattr(ds, "train_" + name)(X, y, **kw)
+
+
+def test_the_weights_are_not_kept_in_the_model(heart, tmp_path):
+    """The weights are data: the model records that it was weighted, not the array."""
+    X, y = heart
+    m = ds.train_sdca(X, y, sample_weight=np.full(270, 2.0), class_weight="balanced")
+    assert m.params["weighted"] is True
+    assert "sample_weight" not in m.params and "class_weight" not in m.params
+    m.save(tmp_path / "m.npz")
+    assert ds.load_model(tmp_path / "m.npz").params["weighted"] is True

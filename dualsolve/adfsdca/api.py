@@ -12,7 +12,7 @@ import numpy as np
 from .._core import losses as _losses
 from .._core import status as _status
 from .._driver import Result, Solver, fit, register
-from .._params import Anything, Integral, Interval, Options, Real
+from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _dfsdca
 
@@ -298,9 +298,7 @@ def _p0(p):
     return float(np.mean(phi0 if p.weight is None else p.weight * phi0))
 
 
-COMMON = dict(check_every=[Interval(Integral, 1, None)],
-              sample_weight=[None, Anything("an array of n weights")],
-              class_weight=[None, Anything("a dict or 'balanced'")])
+COMMON = dict(check_every=[Interval(Integral, 1, None)])
 
 DFSDCA = register(Solver(
     name="dfsdca", family="adfsdca",

@@ -17,7 +17,7 @@ import inspect
 import math
 
 from .._driver import Result, Solver, fit, register
-from .._params import Anything, Integral, Interval, Options, Real
+from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_coef
 from . import _svrg
 
@@ -276,8 +276,6 @@ _PARAMS_SVRG = dict(
     l1=[Interval(Real, 0, None, closed="left")],
     step=[None, Interval(Real, 0, None, closed="neither")],
     steps_per_epoch=[None, Interval(Integral, 1, None)],
-    sample_weight=[None, Anything("an array of n weights")],
-    class_weight=[None, Anything("a dict or 'balanced'")],
 )
 _PARAMS_KATYUSHA = dict(
     _PARAMS_SVRG,

@@ -42,8 +42,8 @@ import scipy.sparse.linalg as spla
 from .._core import losses as _losses
 from .._core import status as _status
 from .._driver import Result, Solver, fit, register
-from .._params import Anything, Integral, Interval, Options, Real
-from .spdc import DUAL_FREE, EUCLID, initial_point
+from .._params import Integral, Interval, Options, Real
+from .spdc import ADAPT_PARAMS, DUAL_FREE, EUCLID, initial_point
 
 __all__ = ["train_bpd", "train_ada_bpd", "train_df_bpd", "spectral_norm"]
 
@@ -711,18 +711,8 @@ _FIXED = dict(
     delta_hat=[None, Interval(Real, 0, None, closed="left")],
     step_scale=[Interval(Real, 0, 1, closed="right")],
     theta=[Options("formula", "one"), Interval(Real, 0, 1, closed="both")],
-    sample_weight=[None, Anything("an array of n weights")],
-    class_weight=[None, Anything("a dict or 'balanced'")],
 )
-_ADAPT = dict(
-    _FIXED,
-    delta_hat=[None, Interval(Real, 0, None, closed="neither")],
-    rule=[Options("simple", "robust")],
-    period=[Interval(Integral, 1, None)],
-    c_lo=[Interval(Real, 0, 1, closed="neither")],
-    c_hi=[Interval(Real, 1, None, closed="neither")],
-    factor=[Interval(Real, 1, None, closed="neither")],
-)
+_ADAPT = dict(_FIXED, **ADAPT_PARAMS)
 CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual "
                "gap; lam = l1 = 0: the bound n gb^2 / (2 Delta) of the gradient norm gb)")
 _HINT = ("lower step_scale or delta_hat (the steps assume that much strong convexity "

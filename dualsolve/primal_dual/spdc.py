@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._driver import Result, Solver, fit, register
-from .._params import Anything, Integral, Interval, Options, Real
+from .._params import Integral, Interval, Options, Real
 from ..model import Model, warm_start_coef
 from . import _spdc
 
@@ -373,12 +373,10 @@ _COMMON_PARAMS = dict(
     batch_size=[Interval(Integral, 1, None)],
     sampling=[Options(*SAMPLING)],
     check_every=[Interval(Integral, 1, None)],
-    sample_weight=[None, Anything("an array of n weights")],
-    class_weight=[None, Anything("a dict or 'balanced'")],
 )
 _FIXED_PARAMS = dict(_COMMON_PARAMS, delta_hat=[None, Interval(Real, 0, None, closed="left")])
-_ADAPT_PARAMS = dict(
-    _COMMON_PARAMS,
+#: the adaptive variants' own options (Ada-/ADF-SPDC here, Ada-BPD in batch.py)
+ADAPT_PARAMS = dict(
     delta_hat=[None, Interval(Real, 0, None, closed="neither")],
     period=[Interval(Integral, 1, None)],
     rule=[Options(*RULES)],
@@ -386,6 +384,7 @@ _ADAPT_PARAMS = dict(
     c_hi=[Interval(Real, 1, None, closed="neither")],
     factor=[Interval(Real, 1, None, closed="neither")],
 )
+_ADAPT_PARAMS = dict(_COMMON_PARAMS, **ADAPT_PARAMS)
 CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual gap; "
                "lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
 _HINT = ("lower delta_hat: the steps assume that much strong convexity from the data "

@@ -3,7 +3,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._driver import Result, Solver, fit, register
-from .._params import Anything, Boolean, Integral, Interval, Options, Real
+from .._params import Boolean, Integral, Interval, Options, Real
 from ..model import Model, warm_start_dual
 from . import _crammer_singer, _sdca
 from .intercept import SMOOTH_LOSSES, solve_free_intercept
@@ -299,8 +299,6 @@ SDCA = register(Solver(
                 check_every=[Options("auto"), Interval(Integral, 1, None)],
                 shrinking=[Boolean()],
                 sampling=[Options(*SAMPLING)],
-                sample_weight=[None, Anything("an array of n weights")],
-                class_weight=[None, Anything("a dict or 'balanced'")],
                 multi_class=[Options(*MULTI_CLASS)]),
     weights=True,
     history=("gap_estimate", "n_active"),
