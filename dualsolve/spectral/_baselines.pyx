@@ -17,7 +17,7 @@ from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift
 from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook)
+                                     epoch_hook, report_epoch)
 from dualsolve.spectral._sorel cimport (SorelProblem, SorelResult, sorel_work_sizes,
                                         sorel_problem_init, sorel_objective, sorel_anchor,
                                         sorel_gap, sorel_risk_gap, sorel_risk_at_zero)
@@ -349,14 +349,9 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             sorel_anchor(data, indices, indptr, Q)
             gap = sorel_gap(Q, Q.gbar)
         values[0], values[1], values[2], values[3] = F, F - gap, gap, passes
-        stop = hook(ctx, k, values) if hook != NULL else 0
-        if gap <= target:
-            res.status = STATUS_CONVERGED
-            break
-        if stop != 0:
-            res.status = stop
-            break
-        if k >= opt.max_epochs:
+        res.status = report_epoch(hook, ctx, k, values,
+                                  STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS)
+        if res.status != STATUS_MAX_EPOCHS or k >= opt.max_epochs:
             break
         if opt.steps > POLL_MASK:                      # the epoch polls the hook: keep w_k
             memcpy(Q.wk, Q.w, d * sizeof(double))

@@ -30,7 +30,7 @@ from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook)
+                                     epoch_hook, report_epoch)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
@@ -327,14 +327,9 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
             gap = gap0                                    # P.dual becomes lambda_0 if k ends here
         values[0], values[1], values[2] = F, F - gap, gap
         values[3], values[4] = k * per_epoch, eta
-        stop = hook(ctx, k, values) if hook != NULL else 0
-        if gap <= target:
-            res.status = STATUS_CONVERGED
-            break
-        if stop != 0:
-            res.status = stop
-            break
-        if k >= opt.max_epochs:
+        res.status = report_epoch(hook, ctx, k, values,
+                                  STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS)
+        if res.status != STATUS_MAX_EPOCHS or k >= opt.max_epochs:
             break
         # T steps on the subproblem around the anchor w_k
         memcpy(P.l_prev, P.l_cur, n * sizeof(double))
