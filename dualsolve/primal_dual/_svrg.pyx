@@ -824,6 +824,21 @@ cdef inline Py_ssize_t _table_doubles(int method, int64_t T) noexcept nogil:
     return <Py_ssize_t>(2 * (T + 1))
 
 
+cdef inline int _epoch_status(const double* out, double target, double passes,
+                              Py_ssize_t epoch, double* values, epoch_hook hook,
+                              void* ctx) noexcept nogil:
+    """After a snapshot's measures ``out`` (primal, dual, gap, measure): diverged,
+    converged or go on, then the epoch's report to the hook."""
+    cdef int status = STATUS_MAX_EPOCHS
+    if not isfinite(out[0]):
+        status = STATUS_DIVERGED
+    elif out[3] <= target:
+        status = STATUS_CONVERGED
+    values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
+    values[4] = passes
+    return report_epoch(hook, ctx, epoch, values, status)
+
+
 cdef int svrg_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SvrgProblem* P, const SvrgOptions* opt, SvrgResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
@@ -900,14 +915,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     _snapshot(data, indices, indptr, &S, P.x, mu, sums)
     _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
     res.passes = 1.0
-    if not isfinite(out[0]):
-        res.status = STATUS_DIVERGED
-    elif out[3] <= target:
-        res.status = STATUS_CONVERGED
-    if hook != NULL:
-        values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
-        values[4] = res.passes
-        res.status = report_epoch(hook, ctx, 0, values, res.status)
+    res.status = _epoch_status(out, target, res.passes, 0, values, hook, ctx)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         _set_mu(&S, mu)
         stop = _epoch(data, indices, indptr, &S, m, chunk, hook, ctx)
@@ -919,14 +927,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
         _snapshot(data, indices, indptr, &S, P.x, mu, sums)
         _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
         res.passes += 1.0 + <double>m / n
-        if not isfinite(out[0]):
-            res.status = STATUS_DIVERGED
-        elif out[3] <= target:
-            res.status = STATUS_CONVERGED
-        if hook != NULL:
-            values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
-            values[4] = res.passes
-            res.status = report_epoch(hook, ctx, epoch, values, res.status)
+        res.status = _epoch_status(out, target, res.passes, epoch, values, hook, ctx)
     res.n_epochs = epoch
     res.primal = out[0]
     res.dual = out[1]
