@@ -25,6 +25,8 @@ from ._validation import ConvergenceWarning
 from .datasets import load_svmlight, dump_svmlight
 from .model import Model, load_model
 from .sdca import train_sdca
+from .newton import train_newton
+from .linear import train_linear
 from .mixup import train_mixup_sdca, train_kernel_sgd, mixup_augment, KernelModel
 from .primal_dual import (train_bpd, train_ada_bpd, train_df_bpd, train_spdc, train_ada_spdc,
                           train_df_spdc, train_adf_spdc, train_svrg, train_katyusha)
@@ -37,7 +39,7 @@ from .spectral import (spectrum, spectral_risk, check_spectrum, project_permutah
 from .selection import regularization_path, cross_validate
 from . import datasets
 
-__all__ = ["train_sdca", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
+__all__ = ["train_linear", "train_sdca", "train_newton", "train_mixup_sdca", "train_kernel_sgd", "mixup_augment",
            "train_bpd", "train_ada_bpd", "train_df_bpd", "train_spdc", "train_ada_spdc",
            "train_df_spdc", "train_adf_spdc", "train_svrg", "train_katyusha", "train_dfsdca",
            "train_adfsdca", "train_ppd_sg", "train_ppd_adagrad", "train_solam", "train_pga", "auc_score",

@@ -197,6 +197,36 @@ cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
     return 2.0 * t
 
 
+cdef inline double loss_curvature(const Loss* L, double s, double y) noexcept nogil:
+    """d^2 phi(s; y) / ds^2, the generalised one where phi' has kinks (squared hinge, smooth
+    hinge, squared epsilon-insensitive: the slope of phi' on the side it is taken from);
+    0 for hinge and epsilon_insensitive, which have no second derivative (Newton's solver
+    refuses them)."""
+    cdef double c1 = 0.5 * (1.0 + y), c2 = 0.5 * (1.0 - y), t, sp, sm
+    if L.kind == LOSS_LOGISTIC:
+        sigmoid_pair(s, &sp, &sm)
+        return sp * sm
+    if L.kind == LOSS_SQUARED_HINGE:
+        t = 0.0
+        if s < 1.0:
+            t += c1
+        if s > -1.0:
+            t += c2
+        return t / L.param
+    if L.kind == LOSS_SMOOTH_HINGE:
+        t = 0.0
+        if 1.0 - L.param < s < 1.0:
+            t += c1
+        if 1.0 - L.param < -s < 1.0:
+            t += c2
+        return t / L.param
+    if L.kind == LOSS_SQUARED:
+        return 1.0
+    if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+        return 2.0 if fabs(s - y) > L.param else 0.0
+    return 0.0
+
+
 # ---------------------------------------------------------------------------------------
 # dual side
 

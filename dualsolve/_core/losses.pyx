@@ -17,6 +17,10 @@ LOSSES = {
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge")
 #: losses of real targets (regression); the others classify two classes
 REGRESSION_LOSSES = ("squared", "epsilon_insensitive", "squared_epsilon_insensitive")
+#: differentiable losses: -phi'(x.w) is a feasible dual point, the certificate of the
+#: solvers that work in the primal (Newton, the free intercept); phi' is Lipschitz
+SMOOTH_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "squared",
+                 "squared_epsilon_insensitive")
 
 # The loss's one parameter: smooth hinge's smoothing width, the squared hinge's scale
 # max(0, 1-s)^2 / (2 param), whose default 1/2 is liblinear's L2 loss max(0, 1-s)^2, and the
@@ -72,6 +76,7 @@ cdef enum:
     _DERIV = 1
     _CONJ = 2
     _STEP = 3
+    _CURV = 4
 
 
 def _elementwise(int op, loss, param, *arrays):
@@ -94,6 +99,8 @@ def _elementwise(int op, loss, param, *arrays):
             o[k] = loss_deriv(&L, u[k], v[k])
         elif op == _CONJ:
             o[k] = loss_conj(&L, u[k], v[k])
+        elif op == _CURV:
+            o[k] = loss_curvature(&L, u[k], v[k])
         else:
             o[k] = loss_dual_step(&L, u[k], v[k], p[k], q[k])
     return out.reshape(shape)
@@ -108,6 +115,12 @@ def derivative(loss, s, y, param=None):
     """d phi(s; y) / ds elementwise (hinge: the subgradient -c1 [s < 1] + c2 [s > -1];
     epsilon-insensitive: sign(s - y) [|s - y| > eps])."""
     return _elementwise(_DERIV, loss, param, s, y)
+
+
+def curvature(loss, s, y, param=None):
+    """d^2 phi(s; y) / ds^2 elementwise (generalised at the kinks of phi'; 0 for hinge and
+    epsilon_insensitive)."""
+    return _elementwise(_CURV, loss, param, s, y)
 
 
 def conjugate(loss, a, y, param=None):

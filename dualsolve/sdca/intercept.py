@@ -29,8 +29,7 @@ from .._core import status as _status
 from .._monitor import MonitorView
 
 #: losses whose derivative gives a feasible dual point (the certificate needs it)
-SMOOTH_LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "squared",
-                 "squared_epsilon_insensitive")
+SMOOTH_LOSSES = _losses.SMOOTH_LOSSES
 
 
 def best_intercept(z, y, loss, param, weight, start=0.0):

@@ -1,0 +1,142 @@
+"""``train_newton``: a primal truncated Newton method for L2-regularised linear models,
+certified by the duality gap of the dual point its gradient gives."""
+import numpy as np
+
+from .._core import losses as _losses
+from .._driver import Result, Solver, fit, register
+from .._params import Boolean, Interval, Integral, Real
+from ..model import Model, warm_start_coef
+from . import _newton
+
+LOSSES = _losses.SMOOTH_LOSSES
+
+
+def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=1000,
+                 seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                 epsilon=None, fit_intercept=False, intercept_scaling=1.0, cg_forcing=0.1,
+                 max_cg=1000, sample_weight=None, class_weight=None):
+    """Train an L2-regularised linear model by a primal Newton method (line search, with
+    conjugate gradients on Hessian-vector products): the solver for large C.
+
+    Solves, with ``n`` rows, ``w`` of length ``n_features`` and a differentiable loss::
+
+        min_w  P(w) = (1/n) sum_i c_i loss(y_i, x_i.w) + (lam/2) ||w||^2
+
+    (``c_i = 1`` unless ``sample_weight`` / ``class_weight`` say otherwise; liblinear's
+    ``(1/2)||w||^2 + C sum_i c_i loss`` divided by ``C n``). Each iteration computes the
+    gradient ``g = lam w + (1/n) X^T (c phi'(Xw))`` and the diagonal of the Hessian in one pass
+    over X, solves ``H s = -g`` by conjugate gradients preconditioned with that diagonal until
+    ``||H s + g|| <= cg_forcing ||g||`` (each product ``H v = lam v + (1/n) X^T (c phi''(Xw)
+    X v)`` is one pass), and takes the longest step ``t`` in 1, 1/2, 1/4, ... that decreases P
+    by Armijo's rule, evaluated on the scores ``Xw + t Xs`` without further passes. Its cost
+    hardly depends on C, where dual coordinate ascent (``train_sdca``) slows down (see
+    ``docs/newton.md``; Lin, Weng & Keerthi, JMLR 2008, and Hsia, Chiang & Lin, ACML 2018,
+    describe liblinear's trust-region and line-search versions).
+
+    Certificate: after every iteration the dual point ``a_i = -c_i phi'(x_i.w)`` of the SDCA
+    dual ``D(a) = -(lam/2)||X^T a/(lam n)||^2 - (1/n) sum_i c_i loss*(-a_i/c_i)`` is feasible,
+    and ``gap = P(w) - D(a)`` (equal to ``||g||^2 / (2 lam)``, computed term by term with
+    compensated sums) bounds ``P(w) - P*``. The solver stops when ``gap <= tol * P(0)``, on
+    scores recomputed from ``w``.
+
+    Losses (``m = y x.w``, ``y`` in {-1, +1}; regression ``y`` real): ``"logistic"``
+    ``log(1 + exp(-m))`` (liblinear -s 0), ``"squared_hinge"`` ``max(0, 1 - m)^2`` (-s 2),
+    ``"smooth_hinge"`` (``smoothing``), ``"squared"`` ``(y - x.w)^2 / 2``,
+    ``"squared_epsilon_insensitive"`` ``max(0, |y - x.w| - epsilon)^2`` (-s 11). The
+    squared hinge and squared epsilon-insensitive losses are once differentiable; their
+    generalised Hessian is used, as in liblinear. ``"hinge"`` and ``"epsilon_insensitive"``
+    have no gradient: use ``train_sdca`` (or ``train_linear``, which picks).
+
+    Parameters
+    ----------
+    X : sparse matrix/array (n, n_features)
+        CSR (float32/float64 data, int32/int64 indices) is used without a copy.
+    y : array (n,)
+        Two or more classes (more: one-vs-rest), or reals for the regression losses.
+    loss : str
+    lam : float > 0, optional
+        L2 strength; default ``1/n``. Give ``lam`` or ``C``, not both.
+    C : float > 0, optional
+        liblinear's cost: ``lam = 1 / (C n)``.
+    tol : float >= 0
+        Stop when the duality gap is ``<= tol * P(0)``; ``tol=0`` runs the budget.
+    max_epochs : int >= 0
+        Newton iterations (one "epoch" here is one iteration: a gradient pass, ``cg_iters``
+        Hessian-vector products and a pass for the line search; the history's ``passes``
+        column counts the passes over X).
+    seed : int or None
+        Unused (the method is deterministic); accepted for the common contract.
+    verbose : int
+        1 prints one line per iteration.
+    callback : callable, optional
+        ``callback(info)`` after every iteration (epoch, time, primal, dual, gap, cg_iters,
+        step, passes, coef); return True to stop. An exception it raises reaches the caller
+        after the solve has stopped.
+    warm_start : Model or array (n_features,), optional
+        Coefficients to start from (any model of the same features: e.g. from a nearby C,
+        or from a few epochs of ``train_sdca``); with ``fit_intercept`` a Model's intercept
+        too.
+    smoothing, epsilon : float, optional
+        The parameter of ``"smooth_hinge"`` / of the epsilon-insensitive loss (default 0.1).
+    fit_intercept : bool
+        Fit an intercept as the weight of a constant feature ``intercept_scaling``,
+        regularised like the others (liblinear's ``-B``).
+    intercept_scaling : float > 0
+    cg_forcing : float in (0, 1)
+        Relative residual at which conjugate gradients stop (liblinear uses 0.1).
+    max_cg : int >= 1
+        Most Hessian-vector products per iteration.
+    sample_weight, class_weight :
+        Row weights ``c_i`` and class weights, as in ``train_sdca``.
+
+    Returns
+    -------
+    Model
+        ``coef``, ``intercept``, ``dual`` (the certificate's ``a``, with ``coef`` the primal
+        iterate), ``history`` (one row per iteration: epoch, time, primal, dual, gap,
+        cg_iters, step, passes), ``stop_reason``, ``n_epochs``; ``params["p0"]`` is P(0).
+    """
+    return fit(NEWTON, locals())
+
+
+def _engine(p, o, mon):
+    bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
+    w = np.zeros(p.d + (1 if bias else 0))
+    w[:p.d] = warm_start_coef(p.warm_start, p.d)
+    if bias and isinstance(p.warm_start, Model):
+        w[p.d] = float(p.warm_start.intercept) / bias
+    mon.set_coef(w[:p.d])
+    status, n_epochs, passes, primal, dual, gap, p0, stalled = _newton.solve(
+        p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
+        p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, weight=p.weight)
+    coef = w[:p.d]
+    z = _scores(p, coef, w[p.d] * bias if bias else 0.0)
+    c = 1.0 if p.weight is None else p.weight
+    dual_point = -c * _losses.derivative(p.loss, z, p.y, p.loss_param)
+    note = ""
+    if stalled:
+        note = ("The line search found no decrease at this precision (the gap is at the "
+                "rounding level of the objective): a smaller tol cannot be certified")
+    return Result(status, n_epochs, coef=coef, intercept=w[p.d] * bias if bias else 0.0,
+                  dual=dual_point, measure=gap, threshold=p.tol * p0, note=note,
+                  info=dict(p0=p0, passes=passes))
+
+
+def _scores(p, coef, intercept):
+    import scipy.sparse as sp
+    Xs = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape, copy=False)
+    return Xs @ coef + intercept
+
+
+NEWTON = register(Solver(
+    name="newton", family="newton",
+    summary="primal line-search Newton with preconditioned CG (the large-C solver)",
+    losses=LOSSES,
+    params=dict(fit_intercept=[Boolean()],
+                intercept_scaling=[Interval(Real, 0, None, closed="neither")],
+                cg_forcing=[Interval(Real, 0, 1, closed="neither")],
+                max_cg=[Interval(Integral, 1, None)]),
+    weights=True,
+    history=("cg_iters", "step", "passes"),
+    certificate="duality gap P(w) - D(-phi'(Xw)) <= tol * P(0)",
+    engine=_engine))

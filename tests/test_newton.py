@@ -1,0 +1,205 @@
+"""train_newton (primal Newton with a duality-gap certificate) and train_linear's choice,
+against independent references: the normal equations, scipy's L-BFGS, liblinear."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize as opt
+import scipy.sparse as sp
+
+import dualsolve as ds
+from dualsolve._core import losses as L
+from dualsolve.linear import NEWTON_ABOVE, choose_solver, conditioning
+
+SMOOTH = ["logistic", "squared_hinge", "smooth_hinge", "squared", "squared_epsilon_insensitive"]
+
+
+def objective(X, y, w, lam, loss, param=None, c=None, b=0.0):
+    z = X @ w + b
+    v = L.value(loss, z, y, param)
+    c = np.ones(len(y)) if c is None else c
+    return float(c @ v / len(y) + 0.5 * lam * w @ w)
+
+
+def lbfgs(X, y, lam, loss, param=None, c=None):
+    """An independent optimum: scipy's L-BFGS on the primal, tight."""
+    n, d = X.shape
+    c = np.ones(n) if c is None else c
+
+    def f(w):
+        z = X @ w
+        return (c @ L.value(loss, z, y, param) / n + 0.5 * lam * w @ w,
+                X.T @ (c * L.derivative(loss, z, y, param)) / n + lam * w)
+    r = opt.minimize(f, np.zeros(d), jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=20000, gtol=1e-13, ftol=1e-16, maxcor=30))
+    return r.x, r.fun
+
+
+@pytest.fixture(scope="module")
+def heart():
+    X, y = ds.datasets.load("heart_scale")
+    return sp.csr_matrix(X), y
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = ds.datasets.load("kin8nm")
+    return sp.csr_matrix(X)[:2000], y[:2000]
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+@pytest.mark.parametrize("C", [1.0, 1e4])
+def test_optimum_matches_lbfgs(heart, regression, loss, C):
+    X, y = regression if loss in L.REGRESSION_LOSSES else heart
+    n = X.shape[0]
+    lam = 1.0 / (C * n)
+    m = ds.train_newton(X, y, loss=loss, C=C, tol=1e-12)
+    assert m.stop_reason == "converged"
+    P = objective(X, y, m.coef, lam, loss, m.params["loss_param"])
+    _, Pref = lbfgs(X, y, lam, loss, m.params["loss_param"])
+    # ours is never meaningfully above the reference, and the reference not far below ours
+    assert P <= Pref * (1 + 1e-9)
+    assert Pref >= P * (1 - 1e-9)
+    h = m.history[-1]
+    assert h["primal"] == pytest.approx(P, rel=1e-12)
+    assert P - h["gap"] <= Pref * (1 + 1e-12)       # the certificate's lower bound holds
+
+
+def test_raw_power_plant_equals_the_normal_equations():
+    """Ridge regression on the raw, unstandardised power-plant data, where
+    max ||x_i||^2 / (lam n) = 1.1e6 and dual coordinate methods crawl: the exact solution
+    of (X^T X / n + lam I) w = X^T y / n."""
+    X, y = ds.datasets.load("power-plant", dense=True)
+    n, d = X.shape
+    lam = 1.0 / n
+    w_star = np.linalg.solve(X.T @ X / n + lam * np.eye(d), X.T @ y / n)
+    m = ds.train_newton(X, y, loss="squared", tol=1e-14)
+    assert m.stop_reason == "converged"
+    assert np.allclose(m.coef, w_star, rtol=1e-8, atol=1e-10)
+    P = objective(sp.csr_matrix(X), y, m.coef, lam, "squared")
+    Pstar = objective(sp.csr_matrix(X), y, w_star, lam, "squared")
+    assert abs(P - Pstar) <= 1e-12 * Pstar
+
+
+def test_gap_is_the_gradient_norm_and_the_dual_point_is_feasible(heart):
+    X, y = heart
+    n = X.shape[0]
+    m = ds.train_newton(X, y, loss="logistic", C=100.0, tol=1e-3)
+    lam = m.params["lam"]
+    z = X @ m.coef
+    g = X.T @ L.derivative("logistic", z, y) / n + lam * m.coef
+    gap = m.history["gap"][-1]
+    assert gap == pytest.approx(g @ g / (2 * lam), rel=1e-6)
+    a = m.dual
+    assert np.isfinite(L.conjugate("logistic", a, y)).all()
+    w_a = X.T @ a / (lam * n)
+    D = -0.5 * lam * w_a @ w_a - L.conjugate("logistic", a, y).mean()
+    assert D == pytest.approx(m.history["dual"][-1], rel=1e-10)
+
+
+def test_weights_equal_repeated_rows(heart):
+    X, y = heart
+    rng = np.random.default_rng(0)
+    k = rng.integers(0, 4, X.shape[0])
+    Xr = sp.csr_matrix(np.repeat(X.toarray(), k, axis=0))
+    yr = np.repeat(y, k)
+    lam = 1e-4
+    a = ds.train_newton(X, y, lam=lam * len(yr) / len(y), sample_weight=k.astype(float),
+                        tol=1e-13)
+    b = ds.train_newton(Xr, yr, lam=lam, tol=1e-13)
+    assert np.allclose(a.coef, b.coef, rtol=1e-7, atol=1e-9)
+
+
+def test_intercept_is_a_regularised_constant_feature(heart):
+    X, y = heart
+    m = ds.train_newton(X, y, C=10.0, fit_intercept=True, intercept_scaling=2.0, tol=1e-12)
+    Xb = sp.hstack([X, 2.0 * np.ones((X.shape[0], 1))]).tocsr()
+    r = ds.train_newton(Xb, y, C=10.0, tol=1e-12)
+    assert np.allclose(m.coef, r.coef[:-1], atol=1e-9)
+    assert m.intercept == pytest.approx(2.0 * r.coef[-1], abs=1e-9)
+
+
+def test_matches_liblinear_primal(heart):
+    pytest.importorskip("liblinear")
+    from liblinear import liblinearutil as llu
+    X, y = heart
+    for loss, s in (("logistic", 0), ("squared_hinge", 2)):
+        m = ds.train_newton(X, y, loss=loss, C=100.0, tol=1e-13)
+        ll = llu.train(y, X, f"-s {s} -c 100 -e 1e-10 -q")
+        w = np.array([ll.w[j] for j in range(X.shape[1])]) * (1 if ll.label[0] == 1 else -1)
+        lam = 1.0 / (100.0 * X.shape[0])
+        assert objective(X, y, m.coef, lam, loss) <= objective(X, y, w, lam, loss) * (1 + 1e-9)
+        assert np.allclose(m.coef, w, atol=1e-4 * np.abs(w).max())
+
+
+def test_warm_start_from_the_optimum_stops_at_once(heart):
+    X, y = heart
+    first = ds.train_newton(X, y, C=1e3, tol=1e-10)
+    again = ds.train_newton(X, y, C=1e3, tol=1e-10, warm_start=first)
+    assert again.n_epochs == 0 and again.stop_reason == "converged"
+    # and from an SDCA model of another C (its coef)
+    near = ds.train_sdca(X, y, C=500.0, tol=1e-4)
+    m = ds.train_newton(X, y, C=1e3, tol=1e-10, warm_start=near)
+    assert m.stop_reason == "converged" and m.n_epochs < first.n_epochs
+
+
+def test_nonsmooth_losses_are_refused(heart):
+    X, y = heart
+    for loss in ("hinge", "epsilon_insensitive"):
+        with pytest.raises(ValueError, match="loss"):
+            ds.train_newton(X, y, loss=loss)
+
+
+def test_curvature_is_the_derivative_of_the_derivative():
+    s = np.linspace(-3.3, 3.3, 61) + 1e-3
+    h = 1e-6
+    for loss in SMOOTH:
+        y = np.where(np.arange(61) % 2, 1.0, -1.0) if loss not in L.REGRESSION_LOSSES \
+            else np.linspace(-1, 1, 61)
+        fd = (L.derivative(loss, s + h, y) - L.derivative(loss, s - h, y)) / (2 * h)
+        assert np.allclose(L.curvature(loss, s, y), fd, atol=1e-5), loss
+    assert (L.curvature("hinge", s, np.ones(61)) == 0).all()
+
+
+# ------------------------------------------------------------------ train_linear
+
+
+def test_auto_picks_newton_on_a_badly_conditioned_smooth_problem(heart):
+    X, y = heart
+    n = X.shape[0]
+    kappa = conditioning(ds._validation.check_csr(X).sqnorm, 1.0 / (1e4 * n), n)
+    assert kappa > NEWTON_ABOVE
+    m = ds.train_linear(X, y, C=1e4, tol=1e-10)
+    assert m.params["solver_chosen"] == "newton" and m.stop_reason == "converged"
+    ref = ds.train_newton(X, y, C=1e4, tol=1e-10)
+    assert np.array_equal(m.coef, ref.coef)
+    # a well conditioned one, and losses without a gradient, go to SDCA
+    assert ds.train_linear(X, y, C=0.01).params["solver_chosen"] == "sdca"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ds.train_linear(X, y, C=1e4, loss="hinge", max_epochs=5).params["solver_chosen"] == "sdca"
+    assert choose_solver("squared_hinge", 1e9) == "sdca"
+    assert choose_solver("squared", 1e9) == "newton"
+
+
+def test_named_solver_and_its_losses(heart):
+    X, y = heart
+    m = ds.train_linear(X, y, solver="sdca", C=1.0, tol=1e-10)
+    ref = ds.train_sdca(X, y, C=1.0, tol=1e-10)
+    assert np.array_equal(m.coef, ref.coef)
+    assert set(m.history.dtype.names) >= {"gap_estimate", "cg_iters"}
+    with pytest.raises(ValueError, match="solver='newton' does not take loss='hinge'"):
+        ds.train_linear(X, y, solver="newton", loss="hinge")
+    with pytest.raises(ValueError, match="solver"):
+        ds.train_linear(X, y, solver="lbfgs")
+
+
+def test_multiclass_one_vs_rest():
+    X, y = ds.datasets.load("heart_scale")
+    rng = np.random.default_rng(1)
+    y3 = rng.integers(0, 3, len(y))
+    m = ds.train_linear(X, y3, C=1e4, tol=1e-8)
+    assert m.coef.shape == (3, X.shape[1])
+    for c in range(3):
+        r = ds.train_newton(X, np.where(y3 == c, 1.0, -1.0), C=1e4, tol=1e-8)
+        assert np.allclose(m.coef[c], r.coef, atol=1e-10)
