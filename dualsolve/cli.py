@@ -52,16 +52,17 @@ def all_losses():
 
 
 # liblinear -s numbers whose objective is exactly ours with lam = 1/(C n): the same loss and
-# L2 regularisation, so liblinear's optimum and ours coincide (liblinear's solver differs: a
-# primal Newton method for 0 and 2, dual coordinate descent for 1, 3 and 7).
+# L2 regularisation, so liblinear's optimum and ours coincide. liblinear's primal numbers
+# (0, 2, 11) run train_linear, which picks Newton or SDCA by the conditioning (the rule of
+# dualsolve.linear.choose_solver); its dual numbers run SDCA.
 LIBLINEAR_SOLVERS = {
-    0: ("sdca", "logistic"),        # L2-regularised logistic regression (primal)
+    0: ("linear", "logistic"),      # L2-regularised logistic regression (primal)
     1: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (dual)
-    2: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (primal)
+    2: ("linear", "squared_hinge"),  # L2-regularised L2-loss SVC (primal)
     3: ("sdca", "hinge"),           # L2-regularised L1-loss SVC (dual)
     4: ("sdca", "hinge"),           # Crammer-Singer multi-class SVM (-o multi_class=...)
     7: ("sdca", "logistic"),        # L2-regularised logistic regression (dual)
-    11: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (primal)
+    11: ("linear", "squared_epsilon_insensitive"),  # L2-regularised L2-loss SVR (primal)
     12: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (dual)
     13: ("sdca", "epsilon_insensitive"),            # L2-regularised L1-loss SVR (dual)
 }

@@ -70,7 +70,7 @@ def test_a_broken_indptr_is_a_clear_error_in_every_solver(case):
         print("checked", len(names))
     """)
     assert rc == 0, err[-2000:]
-    assert "checked 22" in out
+    assert "checked 24" in out
 
 
 def test_check_csr_names_the_argument_and_what_is_wrong(heart):

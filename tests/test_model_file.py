@@ -18,7 +18,8 @@ from dualsolve.model import _jsonable
 SPECTRAL = ("train_sorel", "train_lsvrg", "train_prospect", "train_spectral_sgd")
 # small budgets: the point is the file, not the fit
 BUDGET = dict(
-    train_sdca=dict(fit_intercept=True, max_epochs=5), train_mixup_sdca=dict(n_mix=20, max_epochs=5),
+    train_sdca=dict(fit_intercept=True, max_epochs=5), train_newton=dict(max_epochs=3),
+    train_linear=dict(C=1e4, fit_intercept=True, max_epochs=3), train_mixup_sdca=dict(n_mix=20, max_epochs=5),
     train_kernel_sgd=dict(n_mix=10, max_epochs=2), train_bpd=dict(max_epochs=5),
     train_ada_bpd=dict(max_epochs=5), train_df_bpd=dict(max_epochs=5),
     train_spdc=dict(max_epochs=2), train_ada_spdc=dict(max_epochs=2),
@@ -61,7 +62,7 @@ def train(name, heart, strings=False, **kw):
 
 def test_every_solver_is_covered():
     assert set(BUDGET) == {n for n in ds.__all__ if n.startswith("train_")}
-    assert len(BUDGET) == 22
+    assert len(BUDGET) == 24
 
 
 @pytest.mark.parametrize("case", sorted(BUDGET) + sorted(VARIANTS))
