@@ -332,7 +332,7 @@ def test_adaptation_equals_dense_twin(solver):
     epochs, T = 16, 3
     D0 = 40.0
     m, trace, xs = run_traced(solver, X, b, epochs, loss="squared", lam=1e-3, period=T,
-                              delta_hat=D0)
+                              delta_hat=D0, rule="robust")
     method = "df" if solver == "adf_spdc" else "e"
     dots, xs_ref, y_ref, deltas = dense_twin(A, b, "squared", 1e-3, 0.0, method, D0, epochs,
                                              seed=0, adapt="robust", T=T)

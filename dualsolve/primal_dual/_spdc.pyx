@@ -739,12 +739,23 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
 # log-linear least squares): every T passes from the measures of the window
 
 
+cdef double _log_promise(const SpdcProblem* P, double Delta, double passes,
+                        Py_ssize_t ipe) noexcept nogil:
+    """log theta(Delta)^(passes ipe): the decrease over ``passes`` epochs that Theorem 2 / 4
+    guarantees with the parameters of Delta when Delta <= delta mu^2 (theta > 0 always)."""
+    cdef double tau, sigma, tx, ty
+    _params(P.method, <double>P.n, <double>P.batch, P.R, P.gamma, P.delta, P.lam, Delta,
+            &tau, &sigma, &tx, &ty)
+    return passes * <double>ipe * log(tx if tx > ty else ty)
+
+
 cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const double* tw,
                 Py_ssize_t npts, double thr, double* rho, Py_ssize_t ipe) noexcept nogil:
     """Update P.delta_hat from the window's measures G[0..npts) at passes tw[0..npts)
     (tw[0] = 0). Returns +1 / -1 for a change up / down, 0 for none."""
     cdef Py_ssize_t k
     cdef double sxy = 0.0, stt = 0.0, log_rho, r_hat, Tw, Delta = P.delta_hat, new, pred
+    cdef double log_r, lowest, cand
     if npts < 2:
         return 0
     for k in range(npts):
@@ -764,6 +775,30 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
         elif r_hat >= opt.c_hi * rho[0]:
             new = Delta / opt.factor
             rho[0] = r_hat
+    elif opt.adapt == ADAPT_BACKTRACK:
+        # Theorems 2 / 4: Delta <= delta mu^2 guarantees the decrease theta(Delta)^(Tw n/m).
+        # A fitted log-decrease below 1/c_hi of that shows Delta > delta mu^2: back off to
+        # the largest Delta / factor^k whose guarantee the fit meets, so that Delta never
+        # stays where its rate is not delivered (Algorithm 4 compares only with the previous
+        # window and keeps a Delta whose slow rate is steady). A fit beyond 1/c_lo of the
+        # guarantee of factor Delta moves one step up.
+        log_r = log_rho * Tw
+        if log_r <= _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_lo:
+            new = Delta * opt.factor
+        elif log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
+            # below about 1e-12 n lam (or delta_min) Delta no longer changes theta
+            lowest = opt.delta_min
+            if lowest < 1e-12 * <double>P.n * P.lam:
+                lowest = 1e-12 * <double>P.n * P.lam
+            if not lowest > 0.0:
+                lowest = 1e-30 * Delta
+            new = Delta / opt.factor          # no Delta explains the window (a transient)
+            cand = new
+            while cand > lowest:
+                if log_r <= _log_promise(P, cand, Tw, ipe) / opt.c_hi:
+                    new = cand
+                    break
+                cand = cand / opt.factor
     else:
         pred = exp(Tw * <double>ipe * log(P.theta))
         new = Delta * opt.factor if r_hat < pred else Delta / opt.factor
