@@ -776,16 +776,16 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
             new = Delta / opt.factor
             rho[0] = r_hat
     elif opt.adapt == ADAPT_BACKTRACK:
-        # Theorems 2 / 4: Delta <= delta mu^2 guarantees the decrease theta(Delta)^(Tw n/m).
-        # A fitted log-decrease below 1/c_hi of that shows Delta > delta mu^2: back off to
-        # the largest Delta / factor^k whose guarantee the fit meets, so that Delta never
-        # stays where its rate is not delivered (Algorithm 4 compares only with the previous
-        # window and keeps a Delta whose slow rate is steady). A fit beyond 1/c_lo of the
-        # guarantee of factor Delta moves one step up.
+        # Algorithm 4 with Theorems 2 / 4 as a check: Delta <= delta mu^2 guarantees the
+        # decrease p(Delta) = theta(Delta)^(Tw n/m). A fitted log-decrease below 1/c_hi of
+        # log p(Delta) shows Delta > delta mu^2: back off to the largest Delta / factor^k
+        # whose guarantee the fit meets (Algorithm 4 alone compares only with the previous
+        # window and keeps a Delta whose slow rate is steady). Otherwise Algorithm 4, whose
+        # doubling must not land on a Delta that the same fit already refutes. A loss with
+        # delta = 0 (logistic, smoothed hinge) has no guarantee for any Delta > 0: there
+        # the rule is Algorithm 4.
         log_r = log_rho * Tw
-        if log_r <= _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_lo:
-            new = Delta * opt.factor
-        elif log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
+        if P.delta > 0.0 and log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
             # below about 1e-12 n lam (or delta_min) Delta no longer changes theta
             lowest = opt.delta_min
             if lowest < 1e-12 * <double>P.n * P.lam:
@@ -799,6 +799,14 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
                     new = cand
                     break
                 cand = cand / opt.factor
+            rho[0] = r_hat
+        elif (r_hat <= opt.c_lo * rho[0] and (P.delta == 0.0 or
+              log_r <= _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_hi)):
+            new = Delta * opt.factor
+            rho[0] = r_hat
+        elif r_hat >= opt.c_hi * rho[0]:
+            new = Delta / opt.factor
+            rho[0] = r_hat
     else:
         pred = exp(Tw * <double>ipe * log(P.theta))
         new = Delta * opt.factor if r_hat < pred else Delta / opt.factor
@@ -963,7 +971,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         res.status = STATUS_DIVERGED
     elif out[3] <= target:
         res.status = STATUS_CONVERGED
-    if opt.adapt == ADAPT_ROBUST:
+    if opt.adapt == ADAPT_ROBUST or opt.adapt == ADAPT_BACKTRACK:
         rho = exp(<double>opt.period * <double>ipe * log(P.theta))
     G[0] = out[3]
     tw[0] = 0.0

@@ -267,12 +267,15 @@ _ADAPT = """    delta_hat : float > 0, optional
         origin on the log of the measures of the window (``log(G(t)/G(0))`` against t);
         ``r`` = the fitted decrease over the window and ``p(D) = theta(D)^(period n/m)``
         the decrease Theorem 2 / 4 guarantees with the parameters of ``D`` when
-        ``D <= delta mu^2``. ``"backtracking"`` (the default): if ``log r > log p(Delta) /
-        c_hi`` (the guarantee is not delivered, so Delta overestimates ``delta mu^2``),
-        Delta becomes the largest ``Delta / factor^k`` with ``log r <= log p / c_hi``
-        (one step down if none); else if ``log r <= log p(factor Delta) / c_lo``, one
-        step up; else unchanged. Delta never stays where its guaranteed rate is not
-        met. ``"robust"`` (Algorithm 4, the paper's experiments): ``Delta *= factor``
+        ``D <= delta mu^2``. ``"backtracking"`` (the default): Algorithm 4 (below) with
+        that guarantee as a check, for the squared loss (delta = 1; for delta = 0 no
+        ``D > 0`` has a guarantee and the rule is Algorithm 4): if ``log r > log
+        p(Delta) / c_hi`` (the rate of Delta is not delivered, so Delta overestimates
+        ``delta mu^2``), Delta becomes the largest ``Delta / factor^k`` with ``log r <=
+        log p / c_hi`` (one step down if none) and ``rho = r``; Algorithm 4's doubling
+        needs ``log r <= log p(factor Delta) / c_hi`` too. Delta never stays where its
+        guaranteed rate is not met. ``"robust"`` (Algorithm 4, the paper's experiments):
+        ``Delta *= factor``
         if ``r <= c_lo * rho``, ``/= factor`` if ``r >= c_hi * rho`` (then ``rho = r``),
         else unchanged, so a slow but steady rate keeps Delta; ``rho`` starts at
         ``theta^(period n/m)``. ``"simple"`` (Algorithm 3): up if
@@ -280,8 +283,8 @@ _ADAPT = """    delta_hat : float > 0, optional
         start when lam = 0, and is frozen while the measure is at its rounding floor.
         Without a gap (lam = 0) the measure above is used.
     c_lo, c_hi : float
-        Thresholds, ``0 < c_lo < 1 < c_hi`` (0.95, 1.5): on window ratios (robust), on
-        log-decreases (backtracking).
+        Thresholds, ``0 < c_lo < 1 < c_hi`` (0.95, 1.5) on window ratios; c_hi also
+        bounds the shortfall of a log-decrease against the guarantee (backtracking).
     factor : float > 1
         Multiplicative change of Delta (2).
 """
