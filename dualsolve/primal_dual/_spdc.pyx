@@ -756,6 +756,7 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
     cdef Py_ssize_t k
     cdef double sxy = 0.0, stt = 0.0, log_rho, r_hat, Tw, Delta = P.delta_hat, new, pred
     cdef double log_r, lowest, cand
+    cdef bint check
     if npts < 2:
         return 0
     for k in range(npts):
@@ -768,40 +769,33 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
     Tw = tw[npts - 1]
     r_hat = exp(log_rho * Tw)         # fitted decrease over the window
     new = Delta
-    if opt.adapt == ADAPT_ROBUST:
-        if r_hat <= opt.c_lo * rho[0]:
-            new = Delta * opt.factor
-            rho[0] = r_hat
-        elif r_hat >= opt.c_hi * rho[0]:
-            new = Delta / opt.factor
-            rho[0] = r_hat
-    elif opt.adapt == ADAPT_BACKTRACK:
-        # Algorithm 4 with Theorems 2 / 4 as a check: Delta <= delta mu^2 guarantees the
-        # decrease p(Delta) = theta(Delta)^(Tw n/m). A fitted log-decrease below 1/c_hi of
-        # log p(Delta) shows Delta > delta mu^2: back off to the largest Delta / factor^k
-        # whose guarantee the fit meets (Algorithm 4 alone compares only with the previous
-        # window and keeps a Delta whose slow rate is steady). Otherwise Algorithm 4, whose
-        # doubling must not land on a Delta that the same fit already refutes. A loss with
-        # delta = 0 (logistic, smoothed hinge) has no guarantee for any Delta > 0: there
-        # the rule is Algorithm 4.
-        log_r = log_rho * Tw
-        if P.delta > 0.0 and log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
-            # below about 1e-12 n lam (or delta_min) Delta no longer changes theta
-            lowest = opt.delta_min
-            if lowest < 1e-12 * <double>P.n * P.lam:
-                lowest = 1e-12 * <double>P.n * P.lam
-            if not lowest > 0.0:
-                lowest = 1e-30 * Delta
-            new = Delta / opt.factor          # no Delta explains the window (a transient)
-            cand = new
-            while cand > lowest:
-                if log_r <= _log_promise(P, cand, Tw, ipe) / opt.c_hi:
-                    new = cand
-                    break
-                cand = cand / opt.factor
-            rho[0] = r_hat
-        elif (r_hat <= opt.c_lo * rho[0] and (P.delta == 0.0 or
-              log_r <= _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_hi)):
+    # ADAPT_BACKTRACK is Algorithm 4 with Theorems 2 / 4 as a check: Delta <= delta mu^2
+    # guarantees the decrease p(Delta) = theta(Delta)^(Tw n/m). A fitted log-decrease below
+    # 1/c_hi of log p(Delta) shows Delta > delta mu^2: back off to the largest
+    # Delta / factor^k whose guarantee the fit meets (Algorithm 4 alone compares only with
+    # the previous window and keeps a Delta whose slow rate is steady), and a doubling must
+    # not land on a Delta that the same fit refutes. A loss with delta = 0 (logistic,
+    # smoothed hinge) has no guarantee for any Delta > 0: there it is Algorithm 4.
+    log_r = log_rho * Tw
+    check = opt.adapt == ADAPT_BACKTRACK and P.delta > 0.0
+    if check and log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
+        # below about 1e-12 n lam (or delta_min) Delta no longer changes theta
+        lowest = opt.delta_min
+        if lowest < 1e-12 * <double>P.n * P.lam:
+            lowest = 1e-12 * <double>P.n * P.lam
+        if not lowest > 0.0:
+            lowest = 1e-30 * Delta
+        new = Delta / opt.factor              # no Delta explains the window (a transient)
+        cand = new
+        while cand > lowest:
+            if log_r <= _log_promise(P, cand, Tw, ipe) / opt.c_hi:
+                new = cand
+                break
+            cand = cand / opt.factor
+        rho[0] = r_hat
+    elif opt.adapt == ADAPT_ROBUST or opt.adapt == ADAPT_BACKTRACK:
+        if r_hat <= opt.c_lo * rho[0] and not (
+                check and log_r > _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_hi):
             new = Delta * opt.factor
             rho[0] = r_hat
         elif r_hat >= opt.c_hi * rho[0]:
