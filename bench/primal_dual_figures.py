@@ -9,8 +9,9 @@ data, for lam in {1/n, 1e-2/n, 1e-4/n} (strong, medium, weak regularisation; 3 p
   lam, numpy, below), BPD (Delta = 0), Opt-BPD (Delta = delta mu^2, exact), Ada-BPD with the
   paper's robust rule (Alg. 4) and with the simple rule (Alg. 3, our default).
 * fig2, randomized methods, ridge: synthetic1, kin8nm, power-plant (UCI; in place of the
-  paper's cpuact): SVRG, Katyusha, SAGA (scikit-learn), SPDC, DF-SPDC, Ada-SPDC, ADF-SPDC,
-  and Opt-SPDC (Delta = mu^2 exact; not in the paper).
+  paper's cpuact): SVRG, Katyusha, SAGA (scikit-learn), SDCA (dualsolve's, not in the
+  paper), SPDC, DF-SPDC, Ada-SPDC, ADF-SPDC, and Opt-SPDC (Delta = mu^2 exact; not in the
+  paper).
 * fig3, the same methods, logistic regression: synthetic2, reuters, news20 (in place of
   rcv1; built by bench/datasets.py).
 
@@ -50,6 +51,7 @@ Usage (one process, single-threaded BLAS)::
     python bench/primal_dual_figures.py                      # all figures, ~27 min
     python bench/primal_dual_figures.py --only fig2 --datasets kin8nm power-plant
     python bench/primal_dual_figures.py --quick              # smoke run (tiny sizes/budgets)
+    python bench/primal_dual_figures.py --only fig2 fig3 --lam 1e-4/n   # one panel a row
 
 Writes bench/results/primal_dual_figures.json (merged per figure and data set, so partial
 runs keep the other panels) and docs/img/primal_dual_<fig>_<dataset>.png.
@@ -89,9 +91,9 @@ TARGETS = (1e-3, 1e-6, 1e-9)          # reductions of the initial suboptimality 
 SEED = 0
 
 BATCH = ("Primal AG", "BPD", "Opt-BPD", "Ada-BPD (robust)", "Ada-BPD (simple)")
-RANDOM = ("SVRG", "Katyusha", "SAGA", "SPDC", "DF-SPDC", "Ada-SPDC", "ADF-SPDC")
+RANDOM = ("SVRG", "Katyusha", "SAGA", "SDCA", "SPDC", "DF-SPDC", "Ada-SPDC", "ADF-SPDC")
 # Opt-SPDC (Delta = delta mu^2 exact) is not in the paper; added to the ridge rows (mu known)
-RIDGE_RANDOM = RANDOM[:4] + ("Opt-SPDC",) + RANDOM[4:]
+RIDGE_RANDOM = RANDOM[:5] + ("Opt-SPDC",) + RANDOM[5:]
 FIGURES = {
     "fig1": dict(loss="squared", datasets=("synthetic1",), methods=BATCH,
                  title="Figure 1: batch methods, ridge regression"),
@@ -118,6 +120,7 @@ STYLE = {
     "SVRG": dict(color="tab:gray", ls="-"),
     "Katyusha": dict(color="tab:brown", ls="-"),
     "SAGA": dict(color="tab:olive", ls="-", marker="."),
+    "SDCA": dict(color="black", ls=":"),
     "SPDC": dict(color="tab:blue", ls="-"),
     "Opt-SPDC": dict(color="tab:green", ls=":"),
     "DF-SPDC": dict(color="tab:cyan", ls="--"),
@@ -390,6 +393,16 @@ def run_vr(solver):
     return run
 
 
+def run_sdca(prob, lam, ctx):
+    """dualsolve's SDCA (liblinear's dual coordinate ascent; one epoch = one pass)."""
+    rec = Recorder(prob, lam, ctx["stop_value"])
+    m = dualsolve.train_sdca(prob.X, prob.b, loss=prob.loss, lam=lam, tol=0.0,
+                             max_epochs=ctx["budget"], callback=rec, seed=SEED, check_every=1)
+    tr = rec.trace(m)
+    tr["params"] = dict(stop_reason=m.stop_reason)
+    return tr
+
+
 def run_saga(prob, lam, ctx):
     """scikit-learn SAGA, one fit per point of a geometric grid of epoch counts."""
     from sklearn.exceptions import ConvergenceWarning
@@ -428,6 +441,7 @@ RUNNERS = {
     "SVRG": run_vr(dualsolve.train_svrg),
     "Katyusha": run_vr(dualsolve.train_katyusha),
     "SAGA": run_saga,
+    "SDCA": run_sdca,
     "SPDC": run_pd(dualsolve.train_spdc),
     "Opt-SPDC": run_opt_spdc,
     "DF-SPDC": run_pd(dualsolve.train_df_spdc),
@@ -601,6 +615,9 @@ def main(argv=None):
     ap.add_argument("--json", default=None,
                     help="results file (default bench/results/primal_dual_figures.json)")
     ap.add_argument("--img-dir", default=None, help="PNG directory (default docs/img)")
+    ap.add_argument("--lam", nargs="*", choices=[LAM_LABELS[s] for s in LAM_SCALES],
+                    default=None, help="only these panels (e.g. --lam 1e-4/n); the others "
+                    "are kept from the results file")
     args = ap.parse_args(argv)
 
     quick_dir = os.path.join(tempfile.gettempdir(), "primal_dual_figures_quick")
@@ -631,7 +648,14 @@ def main(argv=None):
                            batch_iters=QUICK["batch_iters"] if args.quick else BATCH_ITERS)
             print(f"{fig} / {dsname} ({prob.loss}; budget {budgets})", flush=True)
             t0 = time.perf_counter()
-            panels = [run_panel(prob, fig, s, budgets, ref_cache) for s in LAM_SCALES]
+            old = {p["lam_label"]: p for p in
+                   results["figures"].get(fig, {}).get(dsname, {}).get("panels", [])}
+            panels = []
+            for s in LAM_SCALES:
+                if args.lam is None or LAM_LABELS[s] in args.lam:
+                    panels.append(run_panel(prob, fig, s, budgets, ref_cache))
+                elif LAM_LABELS[s] in old:
+                    panels.append(old[LAM_LABELS[s]])
             png = plot_row(fig, dsname, panels, img_dir)
             results["figures"].setdefault(fig, {})[dsname] = dict(
                 n=prob.n, d=prob.d, nnz=int(prob.X.nnz), loss=prob.loss, note=prob.note,

@@ -66,6 +66,7 @@ cdef enum:
     ADAPT_NONE = 0            # fixed delta_hat (SPDC, DF-SPDC; "Opt-" with the true value)
     ADAPT_ROBUST = 1          # Alg. 4 on log-linear fitted window ratios
     ADAPT_SIMPLE = 2          # Alg. 3: up if faster than theta predicts, else down
+    ADAPT_BACKTRACK = 3       # Alg. 4, backing off a Delta whose Theorem 2 / 4 rate is not met
 
 cdef enum:
     SPDC_SAMPLE_UNIFORM = 0       # with replacement (m = 1) / m distinct rows per step

@@ -739,12 +739,24 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
 # log-linear least squares): every T passes from the measures of the window
 
 
+cdef double _log_promise(const SpdcProblem* P, double Delta, double passes,
+                        Py_ssize_t ipe) noexcept nogil:
+    """log theta(Delta)^(passes ipe): the decrease over ``passes`` epochs that Theorem 2 / 4
+    guarantees with the parameters of Delta when Delta <= delta mu^2 (theta > 0 always)."""
+    cdef double tau, sigma, tx, ty
+    _params(P.method, <double>P.n, <double>P.batch, P.R, P.gamma, P.delta, P.lam, Delta,
+            &tau, &sigma, &tx, &ty)
+    return passes * <double>ipe * log(tx if tx > ty else ty)
+
+
 cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const double* tw,
                 Py_ssize_t npts, double thr, double* rho, Py_ssize_t ipe) noexcept nogil:
     """Update P.delta_hat from the window's measures G[0..npts) at passes tw[0..npts)
     (tw[0] = 0). Returns +1 / -1 for a change up / down, 0 for none."""
     cdef Py_ssize_t k
     cdef double sxy = 0.0, stt = 0.0, log_rho, r_hat, Tw, Delta = P.delta_hat, new, pred
+    cdef double log_r, lowest, cand
+    cdef bint check
     if npts < 2:
         return 0
     for k in range(npts):
@@ -757,8 +769,33 @@ cdef int _adapt(SpdcProblem* P, const SpdcOptions* opt, const double* G, const d
     Tw = tw[npts - 1]
     r_hat = exp(log_rho * Tw)         # fitted decrease over the window
     new = Delta
-    if opt.adapt == ADAPT_ROBUST:
-        if r_hat <= opt.c_lo * rho[0]:
+    # ADAPT_BACKTRACK is Algorithm 4 with Theorems 2 / 4 as a check: Delta <= delta mu^2
+    # guarantees the decrease p(Delta) = theta(Delta)^(Tw n/m). A fitted log-decrease below
+    # 1/c_hi of log p(Delta) shows Delta > delta mu^2: back off to the largest
+    # Delta / factor^k whose guarantee the fit meets (Algorithm 4 alone compares only with
+    # the previous window and keeps a Delta whose slow rate is steady), and a doubling must
+    # not land on a Delta that the same fit refutes. A loss with delta = 0 (logistic,
+    # smoothed hinge) has no guarantee for any Delta > 0: there it is Algorithm 4.
+    log_r = log_rho * Tw
+    check = opt.adapt == ADAPT_BACKTRACK and P.delta > 0.0
+    if check and log_r > _log_promise(P, Delta, Tw, ipe) / opt.c_hi:
+        # below about 1e-12 n lam (or delta_min) Delta no longer changes theta
+        lowest = opt.delta_min
+        if lowest < 1e-12 * <double>P.n * P.lam:
+            lowest = 1e-12 * <double>P.n * P.lam
+        if not lowest > 0.0:
+            lowest = 1e-30 * Delta
+        new = Delta / opt.factor              # no Delta explains the window (a transient)
+        cand = new
+        while cand > lowest:
+            if log_r <= _log_promise(P, cand, Tw, ipe) / opt.c_hi:
+                new = cand
+                break
+            cand = cand / opt.factor
+        rho[0] = r_hat
+    elif opt.adapt == ADAPT_ROBUST or opt.adapt == ADAPT_BACKTRACK:
+        if r_hat <= opt.c_lo * rho[0] and not (
+                check and log_r > _log_promise(P, Delta * opt.factor, Tw, ipe) / opt.c_hi):
             new = Delta * opt.factor
             rho[0] = r_hat
         elif r_hat >= opt.c_hi * rho[0]:
@@ -928,7 +965,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         res.status = STATUS_DIVERGED
     elif out[3] <= target:
         res.status = STATUS_CONVERGED
-    if opt.adapt == ADAPT_ROBUST:
+    if opt.adapt == ADAPT_ROBUST or opt.adapt == ADAPT_BACKTRACK:
         rho = exp(<double>opt.period * <double>ipe * log(P.theta))
     G[0] = out[3]
     tw[0] = 0.0

@@ -24,7 +24,7 @@ from ..model import Model, warm_start_coef
 from . import _spdc
 
 SAMPLING = {"uniform": 0, "permutation": 1}         # _spdc.pxd SPDC_SAMPLE_*
-RULES = {"robust": 1, "simple": 2}                  # _spdc.pxd ADAPT_*
+RULES = {"robust": 1, "simple": 2, "backtracking": 3}   # _spdc.pxd ADAPT_*
 MEASURES = {0: "gap", 1: "rescaled_gap", 2: "grad_norm2"}
 LOSSES = ("squared", "logistic", "smooth_hinge")
 EUCLID, DUAL_FREE = 0, 1                            # _spdc.pxd SPDC_EUCLID, SPDC_DUAL_FREE
@@ -262,18 +262,29 @@ _ADAPT = """    delta_hat : float > 0, optional
         upper bound (start optimistic and let the rule come down).
     period : int >= 1
         Epochs between adaptations (the paper's T).
-    rule : {"robust", "simple"}
+    rule : {"backtracking", "robust", "simple"}
         Every ``period`` epochs a per-epoch rate is fitted by least squares through the
         origin on the log of the measures of the window (``log(G(t)/G(0))`` against t);
-        ``r`` = the fitted decrease over the window. ``"robust"`` (Algorithm 4, the
-        paper's experiments): ``Delta *= factor`` if ``r <= c_lo * rho``, ``/= factor`` if
-        ``r >= c_hi * rho`` (then ``rho = r``), else unchanged; ``rho`` starts at
+        ``r`` = the fitted decrease over the window and ``p(D) = theta(D)^(period n/m)``
+        the decrease Theorem 2 / 4 guarantees with the parameters of ``D`` when
+        ``D <= delta mu^2``. ``"backtracking"`` (the default): Algorithm 4 (below) with
+        that guarantee as a check, for the squared loss (delta = 1; for delta = 0 no
+        ``D > 0`` has a guarantee and the rule is Algorithm 4): if ``log r > log
+        p(Delta) / c_hi`` (the rate of Delta is not delivered, so Delta overestimates
+        ``delta mu^2``), Delta becomes the largest ``Delta / factor^k`` with ``log r <=
+        log p / c_hi`` (one step down if none) and ``rho = r``; Algorithm 4's doubling
+        needs ``log r <= log p(factor Delta) / c_hi`` too. Delta never stays where its
+        guaranteed rate is not met. ``"robust"`` (Algorithm 4, the paper's experiments):
+        ``Delta *= factor``
+        if ``r <= c_lo * rho``, ``/= factor`` if ``r >= c_hi * rho`` (then ``rho = r``),
+        else unchanged, so a slow but steady rate keeps Delta; ``rho`` starts at
         ``theta^(period n/m)``. ``"simple"`` (Algorithm 3): up if
         ``r < theta^(period n/m)``, else down. Delta never falls below ``1e-12`` times its
         start when lam = 0, and is frozen while the measure is at its rounding floor.
         Without a gap (lam = 0) the measure above is used.
     c_lo, c_hi : float
-        Robust thresholds, ``0 < c_lo < 1 < c_hi`` (0.95, 1.5).
+        Thresholds, ``0 < c_lo < 1 < c_hi`` (0.95, 1.5) on window ratios; c_hi also
+        bounds the shortfall of a log-decrease against the guarantee (backtracking).
     factor : float > 1
         Multiplicative change of Delta (2).
 """
@@ -293,7 +304,7 @@ def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1
 
 def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
-                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
+                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="backtracking",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
                    sample_weight=None, class_weight=None):
     return fit(ADA_SPDC, locals())
@@ -308,7 +319,7 @@ def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoch
 
 def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
                    seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
-                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="robust",
+                   l1=0.0, batch_size=1, delta_hat=None, period=10, rule="backtracking",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
                    sample_weight=None, class_weight=None):
     return fit(ADF_SPDC, locals())
@@ -375,16 +386,18 @@ _COMMON_PARAMS = dict(
     check_every=[Interval(Integral, 1, None)],
 )
 _FIXED_PARAMS = dict(_COMMON_PARAMS, delta_hat=[None, Interval(Real, 0, None, closed="left")])
-#: the adaptive variants' own options (Ada-/ADF-SPDC here, Ada-BPD in batch.py)
+#: the adaptive variants' own options (Ada-/ADF-SPDC here, Ada-BPD in batch.py; the
+#: backtracking rule exists for the randomized solvers only)
 ADAPT_PARAMS = dict(
     delta_hat=[None, Interval(Real, 0, None, closed="neither")],
     period=[Interval(Integral, 1, None)],
-    rule=[Options(*RULES)],
+    rule=[Options("robust", "simple")],
     c_lo=[Interval(Real, 0, 1, closed="neither")],
     c_hi=[Interval(Real, 1, None, closed="neither")],
     factor=[Interval(Real, 1, None, closed="neither")],
 )
 _ADAPT_PARAMS = dict(_COMMON_PARAMS, **ADAPT_PARAMS)
+_ADAPT_PARAMS["rule"] = [Options(*RULES)]
 CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual gap; "
                "lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
 _HINT = ("lower delta_hat: the steps assume that much strong convexity from the data "
