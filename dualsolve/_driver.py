@@ -128,6 +128,15 @@ class Result:
     note: str = ""
 
 
+def threshold(lower, tol, scale):
+    """``Result.threshold`` of a certified engine: the value its certificate had to reach,
+    ``max(tol * lower, floor(scale))`` with ``lower = P - gap`` the last certified lower
+    bound on P* and ``scale`` the objective's scale (P(0), F(0), p(1-p)) that sets the
+    rounding floor; the one rule is ``dualsolve._core.status`` (``gap_certifies`` in
+    status.pxd, ``certifies`` in Python)."""
+    return _status.target(lower, tol, _status.floor(scale))
+
+
 _REGISTRY = {}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _dfsdca
@@ -247,7 +247,8 @@ def _run(p, o, mon, method, shrink=1.0, cap=0.0, batch_size=1, batch_sampling="a
     note = ""
     if status == _status.MAX_EPOCHS and p.tol > 0:
         note = _why_slow(p, mon.rows, uniform=method == SAMPLING["uniform"])
-    return Result(status, n_epochs, coef=w, dual=alpha, measure=gap, threshold=p.tol * p0,
+    return Result(status, n_epochs, coef=w, dual=alpha, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, p0),
                   info=dict(p0=p0, theta=theta), note=note)
 
 

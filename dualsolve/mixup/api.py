@@ -9,7 +9,7 @@ import numpy as np
 
 from .._core import kernels as _kernels
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from .._validation import check_csr, check_labels
 from ..model import warm_start_dual
@@ -270,10 +270,10 @@ def _mixup_engine(p, o, mon):
     info = dict(n_augmented=n, n_coordinates=n_coord, p0=p0)
     if pts.kernel == "linear":
         return Result(status, n_epochs, coef=w, dual=dual_points, measure=gap,
-                      threshold=p.tol * p0, info=info)
+                      threshold=threshold(dual, p.tol, p0), info=info)
     km = pts.kernel_model(p, o, spec, dual_points, p.lam)
     km["info"].update(info)
-    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+    return Result(status, n_epochs, measure=gap, threshold=threshold(dual, p.tol, p0), **km)
 
 
 def _coordinates(y, method):
@@ -349,13 +349,13 @@ def _sgd_engine(p, o, mon):
     beta0 = np.zeros(n)
     if p.warm_start is not None:
         beta0 = warm_start_dual(p.warm_start, n) / (p.lam * n)
-    status, n_epochs, gap, p0, beta, last_step = _kernel_sdca.kernel_sgd(
+    status, n_epochs, gap, p0, beta, last_step, dual = _kernel_sdca.kernel_sgd(
         src, np.ascontiguousarray(pts.y, dtype=np.float64), p.loss, p.loss_param, p.lam, step,
         p.tol, p.max_epochs, SAMPLING[o["sampling"]], p.seed, mon, beta0,
         o["step_schedule"] == "plateau")
     km = pts.kernel_model(p, o, spec, beta * p.lam * n, p.lam)
     km["info"].update(step=step, last_step=last_step, p0=p0)
-    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+    return Result(status, n_epochs, measure=gap, threshold=threshold(dual, p.tol, p0), **km)
 
 
 # ---------------------------------------------------------------------------------------

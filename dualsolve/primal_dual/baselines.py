@@ -16,7 +16,7 @@ import functools
 import inspect
 import math
 
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_coef
 from . import _svrg
@@ -70,8 +70,9 @@ def _engine(p, o, mon, *, method, trace=None, table_max=65536):
         step, m, tau1, option, p.tol, p.max_epochs, p.seed, mon, trace=trace,
         table_max=table_max, weight=p.weight)
     info.update(steps_per_epoch=m, p0=p0, scale=scale, measure=MEASURES[kind])
-    return Result(status, n_epochs, coef=x, measure=measure, threshold=p.tol * scale,
-                  info=info)
+    return Result(status, n_epochs, coef=x, measure=measure,
+                  threshold=p.tol * scale if MEASURES[kind] == "grad_norm2" else
+                  threshold(primal - measure, p.tol, p0), info=info)
 
 
 _OBJECTIVE = """

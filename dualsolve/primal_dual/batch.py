@@ -41,7 +41,7 @@ import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from .spdc import ADAPT_PARAMS, DUAL_FREE, EUCLID, initial_point
 
@@ -361,7 +361,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
     status = _MAX_EPOCHS
     if not np.isfinite(p):
         status = _status.DIVERGED
-    elif gap_est <= target:
+    elif target(gap_est, p - gap_est):
         status = _status.CONVERGED
     stop = mon.step(0, (p, dual, gap, gap_est, nnz, Delta, theta))
     if stop and status == _MAX_EPOCHS:
@@ -387,7 +387,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
             p, dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta)
             if not np.isfinite(p):
                 status = _status.DIVERGED
-            elif gap_est <= target:
+            elif target(gap_est, p - gap_est):
                 status = _status.CONVERGED
             stop = mon.step(t, (p, dual, gap, gap_est, nnz, Delta, theta))
             if stop and status == _MAX_EPOCHS:
@@ -450,8 +450,9 @@ def _engine(p, o, mon, *, method, adaptive):
         L, norm_method = spectral_norm(sp.diags(np.sqrt(c)) @ A)
         cached = False
     prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L, weight=c)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = p.tol * prob.p0 if p.tol > 0.0 else -np.inf
+    # the stopping test target(gap, P - gap): status.certifies, gap <= tol * (P - gap) or
+    # the rounding floor of P(0); tol = 0 runs the whole budget
+    target = functools.partial(_status.certifies, tol=p.tol, floor=_status.floor(prob.p0))
     adapt = None
     Delta0 = Delta
     mon.set_coef(x)
@@ -477,7 +478,9 @@ def _engine(p, o, mon, *, method, adaptive):
         info.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
     return Result(res["status"], res["n_epochs"], coef=x,
                   dual=res["y"] if c is None else c * res["y"],
-                  measure=res["gap_estimate"], threshold=p.tol * prob.p0, info=info,
+                  measure=res["gap_estimate"], info=info,
+                  threshold=threshold((mon.rows[-1][2] if mon.rows else prob.p0)
+                                      - res["gap_estimate"], p.tol, prob.p0),
                   extra={"margins": res["v"]} if res.get("v") is not None else {})
 
 

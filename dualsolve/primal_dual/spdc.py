@@ -18,7 +18,7 @@ import inspect
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import Model, warm_start_coef
 from . import _spdc
@@ -98,7 +98,8 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
     if adaptive:
         info.update(n_adapt_up=n_up, n_adapt_down=n_down)
     return Result(status, n_epochs, coef=x, dual=ydual, measure=measure,
-                  threshold=p.tol * scale, info=info,
+                  threshold=p.tol * scale if MEASURES[kind] == "grad_norm2" else
+                  threshold(primal - measure, p.tol, scale), info=info,
                   extra={"margins": v} if v is not None else {})
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from ..model import Model, warm_start_dual
 from . import _crammer_singer, _sdca
@@ -181,7 +181,8 @@ def _engine(p, o, mon):
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
-                  dual=alpha, measure=gap, threshold=p.tol * p0, info=dict(p0=p0))
+                  dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
+                  info=dict(p0=p0))
 
 
 def _free_intercept_engine(p, o, mon):
@@ -192,10 +193,11 @@ def _free_intercept_engine(p, o, mon):
     alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n, p.weight)
     w = np.zeros(p.d)
     mon.set_coef(w)
-    status, n_epochs, b, gap, p0, rounds = solve_free_intercept(
+    status, n_epochs, b, gap, lower, p0, rounds = solve_free_intercept(
         p, o, mon, _sdca.solve, alpha, w, SAMPLING[o["sampling"]])
     return Result(status, n_epochs, coef=w, intercept=b, dual=alpha, measure=gap,
-                  threshold=p.tol * p0, info=dict(p0=p0, intercept_rounds=rounds))
+                  threshold=threshold(lower, p.tol, p0),
+                  info=dict(p0=p0, intercept_rounds=rounds))
 
 
 def initial_dual(warm_start, y, loss, param, n, weight=None):
@@ -238,9 +240,9 @@ def _crammer_singer_engine(p, o, mon):
     if k == 2:      # the binary model of the same predictions (see the docstring)
         return Result(status, n_epochs, coef=coef[1] - coef[0],
                       intercept=float(intercept[1] - intercept[0]), dual=2.0 * alpha[:, 1],
-                      measure=gap, threshold=p.tol * p0, info=info)
+                      measure=gap, threshold=threshold(dual, p.tol, p0), info=info)
     return Result(status, n_epochs, coef=coef, intercept=intercept, dual=alpha, measure=gap,
-                  threshold=p.tol * p0, info=info)
+                  threshold=threshold(dual, p.tol, p0), info=info)
 
 
 def crammer_singer_dual(warm_start, codes, classes, weight, n):

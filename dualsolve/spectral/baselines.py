@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 
-from .._driver import Result, fit
+from .._driver import Result, fit, threshold
 from .._params import Integral, Interval
 from . import _baselines, _sorel
 from .sorel import (COMMON_DOC, FORMS, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
@@ -128,7 +128,8 @@ def _lsvrg_engine(p, o, mon, trace=None):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
                             steps_per_epoch=T),
                   extra=dict(sigma=sigma))
@@ -215,7 +216,8 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace,
         order_trace=order_trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name,
                             mean_displacement=shifts / max(1, n_epochs * p.n)),
                   extra=dict(sigma=sigma))
@@ -321,7 +323,8 @@ def _sgd_engine(p, o, mon, trace=None):
     status, n_epochs, primal, dual_value, gap, f0 = _baselines.solve_sgd(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, sigma_b,
         p.lam, w, dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name, batch_size=b),
                   extra=dict(sigma=sigma, sigma_batch=sigma_b))
 

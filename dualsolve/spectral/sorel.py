@@ -12,7 +12,7 @@ import inspect
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, fit, register, threshold
 from .._params import Anything, Boolean, Integral, Interval, Options, Real
 from .._validation import check_csr, check_labels, check_regularization
 from ..model import Model, warm_start_coef, warm_start_dual
@@ -328,7 +328,8 @@ def _sorel_engine(p, o, mon, trace=None):
         o["dual_step_max"] or 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, not o["dual_prox"], o["dual_step_guard"], mon,
         trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
                             steps_per_epoch=T),
                   extra=dict(sigma=sigma))
