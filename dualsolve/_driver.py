@@ -128,6 +128,14 @@ class Result:
     note: str = ""
 
 
+def certified(gap, lower, scale, objective="P"):
+    """The words of the one stopping rule for a ``certificate`` string: ``gap <= tol *
+    lower`` (so the relative suboptimality is at most tol), or the rounding floor."""
+    o = objective
+    return (f"{gap} <= tol * {lower}, i.e. ({o} - {o}*) / {o}* <= tol, or <= 64 ulps of "
+            f"{scale} (rounding floor)")
+
+
 def threshold(lower, tol, scale):
     """``Result.threshold`` of a certified engine: the value its certificate had to reach,
     ``max(tol * lower, floor(scale))`` with ``lower = P - gap`` the last certified lower

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._core import kernels as _kernels
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register, threshold
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from .._validation import check_csr, check_labels
 from ..model import warm_start_dual
@@ -84,7 +84,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         Linear kernel with mixup: keep mixed rows as (a, b, r) instead of materialising them.
     sampling : {"permutation", "uniform"}
     tol : float >= 0
-        Stop when the exact duality gap is <= tol * P(0) (``stop_reason="converged"``);
+        Stop when the exact duality gap is <= tol * D(a), so (P - P*) / P* <= tol, or at
+        the rounding floor, 64 ulps of P(0) (``stop_reason="converged"``);
         ``tol=0`` runs the whole budget.
     max_epochs : int
     check_every : 1, k or "auto"
@@ -134,7 +135,7 @@ def train_kernel_sgd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
     ``beta_i <- beta_i - step phi'(f(x_i); y_i)``. After every epoch (n steps) ``history``
     records the exact primal ``R[f]``, and the dual and gap of the dual point
     ``a_i = -phi'(f(x_i); y_i)`` (the SDCA dual of ``train_mixup_sdca``): the gap certifies
-    ``R[f] - R* <= gap``, and the run stops when it is ``<= tol * R[0]``.
+    ``R[f] - R* <= gap``, and the run stops when it is ``<= tol * D(a)`` (or 64 ulps of R[0]).
 
     ``step`` : float > 0, optional
         The (first) step. Default ``1 / (L k_max + lam)``, with L the smoothness of phi0 (1/4
@@ -426,7 +427,7 @@ MIXUP_SDCA = register(Solver(
                 decomp_gamma=[Options("percoord", "paper")], implicit=[Boolean()],
                 check_every=[Options("auto"), Interval(Integral, 1, None)]),
     history=("gap_estimate", "n_active"),
-    certificate="duality gap P(f) - D(a) <= tol * P(0) on the augmented set",
+    certificate="duality gap " + certified("P(f) - D(a)", "D(a)", "P(0)") + " on the augmented set",
     engine=_mixup_engine, label_task=_labels_task, samples=_samples, unevaluated_nan=True))
 
 KERNEL_SGD = register(Solver(
@@ -436,6 +437,7 @@ KERNEL_SGD = register(Solver(
     params=dict(_KERNEL_PARAMS, step=[None, Interval(Real, 0, None, closed="neither")],
                 step_schedule=[Options("plateau", "constant")]),
     history=("step",),
-    certificate="duality gap P(f) - D(a) <= tol * P(0), a_i = -phi'(f(x_i)) (the SDCA dual)",
+    certificate=("duality gap " + certified("P(f) - D(a)", "D(a)", "P(0)")
+                 + ", a_i = -phi'(f(x_i)) (the SDCA dual)"),
     engine=_sgd_engine, label_task=_labels_task, samples=_samples, watch_growth=True,
     diverge_hint="decrease step"))

@@ -41,7 +41,7 @@ import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import Result, Solver, fit, register, threshold
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from .spdc import ADAPT_PARAMS, DUAL_FREE, EUCLID, initial_point
 
@@ -542,7 +542,7 @@ _COMMON_PARAMS_DOC = """
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)`` (see "Stopping and the dual" above;
+        Stop when the duality gap is ``<= tol * D`` (see "Stopping and the dual" above;
         ``stop_reason="converged"``). ``tol = 0`` runs the whole budget.
     max_epochs : int >= 0
         Iteration budget (one iteration, one full gradient, is one epoch and one
@@ -554,10 +554,12 @@ _STOP_DOC = """
     ``lam = 0`` and ``l1 > 0``, ``g*`` is the indicator of ``||w||_inf <= l1``: the reported
     dual is ``D(s v)`` at the feasible rescaling ``s = min(1, l1 / ||X^T v / n||_inf)`` (the
     Lasso dual-gap trick), again a certificate. With ``lam = l1 = 0`` the dual is ``-inf``
-    and ``gap = +inf``; the solver then stops on ``gap_estimate = n gb^2 / (2 Delta) <=
-    tol * P(0)``, where ``gb = ||X^T v||/n + (||X||_2/n) ||phi'(X x) - v||`` bounds
+    and ``gap = +inf``; the solver then stops on ``B = gap_estimate = n gb^2 / (2 Delta) <=
+    tol * (P(x) - B)``, where ``gb = ||X^T v||/n + (||X||_2/n) ||phi'(X x) - v||`` bounds
     ``||grad P(x)||``; this bounds ``P(x) - P*`` whenever ``Delta <= delta mu^2`` (it is an
-    estimate when ``Delta`` comes from the adaptation).
+    estimate when ``Delta`` comes from the adaptation). Every certificate stops the run
+    by the package's one rule (docs/api.md): ``gap <= tol * (P - gap)``, so the relative
+    suboptimality is at most tol, or the gap at the rounding floor (64 ulps of ``P(0)``).
 """
 
 _RETURNS_DOC = """
@@ -716,8 +718,9 @@ _FIXED = dict(
     theta=[Options("formula", "one"), Interval(Real, 0, 1, closed="both")],
 )
 _ADAPT = dict(_FIXED, **ADAPT_PARAMS)
-CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual "
-               "gap; lam = l1 = 0: the bound n gb^2 / (2 Delta) of the gradient norm gb)")
+CERTIFICATE = ("duality gap " + certified("P(x) - D(y)", "D(y)", "P(0)") + " (lam = 0, l1 > 0: "
+               "the rescaled-dual gap, likewise; lam = l1 = 0: the bound B = n gb^2 / "
+               "(2 Delta) on P - P* from the gradient norm gb, B <= tol * (P(x) - B))")
 _HINT = ("lower step_scale or delta_hat (the steps assume that much strong convexity "
          "from the data)")
 

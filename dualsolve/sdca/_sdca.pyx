@@ -11,7 +11,8 @@ exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); r
 a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
 epoch one pass over all rows recomputes every score from scratch and gives the exact duality
 gap; it also re-activates shrunk rows that have become violators, so no unshrink-and-retry
-pass is needed. When the gap reaches tol * P(0), w is recomputed from alpha (removing
+pass is needed. When the gap certifies (status.pxd's gap_certifies: gap <= tol * D), w is
+recomputed from alpha (removing
 incremental rounding drift) and the gap re-checked before stopping: the final gap is a
 certificate.
 """

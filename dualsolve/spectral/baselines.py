@@ -18,7 +18,7 @@ import numpy as np
 from .._driver import Result, fit, threshold
 from .._params import Integral, Interval
 from . import _baselines, _sorel
-from .sorel import (COMMON_DOC, FORMS, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
+from .sorel import (COMMON_DOC, FORMS, GAP_RULE, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
                     batches, describe, smoothness, sorel_step, spectrum_setup, spread_step,
                     start)
 from .spectra import spectrum as named_spectrum
@@ -137,7 +137,7 @@ def _lsvrg_engine(p, o, mon, trace=None):
 
 LSVRG = describe(
     train_lsvrg,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the checkpoint's "
+    certificate=(GAP_RULE + ", lambda the checkpoint's "
                  "vertex (rarely reached when losses tie at the optimum)"),
     summary="LSVRG for spectral risks without smoothing (Mehta et al. 2023)",
     params=dict(SPECTRUM_PARAMS, **STEP_PARAMS),
@@ -225,7 +225,7 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
 
 PROSPECT = describe(
     train_prospect,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+    certificate=(GAP_RULE + ", lambda the average of the "
                  "vertices (rarely reached when losses tie at the optimum)"),
     summary="Prospect for spectral risks without smoothing (Mehta et al. 2024)",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"]),
@@ -331,7 +331,7 @@ def _sgd_engine(p, o, mon, trace=None):
 
 SPECTRAL_SGD = describe(
     train_spectral_sgd,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+    certificate=(GAP_RULE + ", lambda the average of the "
                  "vertices (rarely reached: SGD stalls at a bias floor)"),
     summary="mini-batch stochastic subgradient descent on the spectral risk",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"],
