@@ -128,6 +128,23 @@ class Result:
     note: str = ""
 
 
+def certified(gap, lower, scale, objective="P"):
+    """The words of the one stopping rule for a ``certificate`` string: ``gap <= tol *
+    lower`` (so the relative suboptimality is at most tol), or the rounding floor."""
+    o = objective
+    return (f"{gap} <= tol * {lower}, i.e. ({o} - {o}*) / {o}* <= tol, or <= 64 ulps of "
+            f"{scale} (rounding floor)")
+
+
+def threshold(lower, tol, scale):
+    """``Result.threshold`` of a certified engine: the value its certificate had to reach,
+    ``max(tol * lower, floor(scale))`` with ``lower = P - gap`` the last certified lower
+    bound on P* and ``scale`` the objective's scale (P(0), F(0), p(1-p)) that sets the
+    rounding floor; the one rule is ``dualsolve._core.status`` (``gap_certifies`` in
+    status.pxd, ``certifies`` in Python)."""
+    return _status.target(lower, tol, _status.floor(scale))
+
+
 _REGISTRY = {}
 
 

@@ -290,9 +290,9 @@ def build_parser():
     reg.add_argument("--lam", dest="lam", type=_positive_float, default=None, metavar="L",
                      help="L2 strength lam > 0, instead of -c (default: 1/n)")
     t.add_argument("-e", dest="tol", type=_nonnegative_float, default=None, metavar="tol",
-                   help="stop when the duality gap is <= tol * P(0), P(0) being the "
-                        f"objective at w = 0 (default: {tol_default:g}). Not liblinear's "
-                        "-e, which bounds a gradient norm")
+                   help="stop when the duality gap is <= tol * D, D the dual value (a "
+                        "lower bound on the optimum P*), so (P - P*)/P* <= tol (default: "
+                        f"{tol_default:g}). Not liblinear's -e, which bounds a gradient norm")
     t.add_argument("-B", dest="bias", type=_number, default=-1.0, metavar="bias",
                    help="if bias > 0, append a constant feature of value bias to every "
                         "instance, whose weight (regularised like the others) gives the "

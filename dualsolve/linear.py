@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 
 from ._core import losses as _losses
-from ._driver import Result, Solver, fit, register
+from ._driver import Solver, certified, fit, register
 from ._monitor import MonitorView
 from ._params import Boolean, Interval, Options, Real
 from .newton.api import NEWTON, train_newton
@@ -66,8 +66,8 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
       choice is ``Model.params["solver_chosen"]``; the command line's liblinear ``-s``
       numbers use the same rule.
 
-    Both stop on a certified duality gap ``<= tol`` times their documented scale (see
-    ``docs/api.md``). Arguments as in :func:`dualsolve.train_sdca`; ``max_epochs`` counts
+    Both stop on a certified duality gap ``<= tol * D`` (relative suboptimality at most
+    ``tol``; see ``docs/api.md``). Arguments as in :func:`dualsolve.train_sdca`; ``max_epochs`` counts
     SDCA epochs or Newton iterations, whichever runs. ``warm_start``: a Model of either
     solver (SDCA starts from its ``dual``, Newton from its ``coef``).
 
@@ -130,5 +130,6 @@ LINEAR = register(Solver(
                 intercept_scaling=[Interval(Real, 0, None, closed="neither")]),
     weights=True,
     history=tuple(dict.fromkeys(SDCA.history + NEWTON.history)),
-    certificate="that of the solver it runs (sdca or newton): a duality gap <= tol * P(0)",
+    certificate="that of the solver it runs (sdca or newton): duality gap "
+    + certified("P(w) - D(a)", "D(a)", "P(0)"),
     engine=_engine, unevaluated_nan=True))

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from scipy.special import entr, expit
 
 import dualsolve
+from dualsolve._core import status as _status
 from dualsolve.adfsdca import train_dfsdca, train_adfsdca
 from dualsolve.adfsdca.api import _record_coordinates
 from dualsolve._validation import ConvergenceWarning
@@ -406,7 +407,11 @@ def test_not_converged_warns_with_what_sets_the_rate(f1):
         text = str(rec[0].message)
         assert text.startswith(f"{f.__name__} stopped at max_epochs=4 before its criterion "
                                f"held (gap certificate")
-        assert f": {g[-1]:.3e} > {1e-12 * m.params['p0']:.3e})" in text
+        # the threshold: tol times the last certified lower bound P - G (status.pxd's rule)
+        lower = m.history["primal"][-1] - g[-1]
+        need = _status.target(lower, 1e-12, _status.floor(m.params['p0']))
+        assert need == 1e-12 * lower
+        assert f": {g[-1]:.3e} > {need:.3e})" in text
         assert f"Over epochs 2-4 the certificate went from {g[2]:.3g} to {g[4]:.3g}" in text
         assert f"Lt {which}_i ||x_i||^2 / (lam n) = {k:.3g} sets the rate" in text
 

@@ -35,7 +35,8 @@ dfsdca_run allocates its work memory (residues, sum-trees, the alias table, the 
 that DF_EXACT keeps) and frees it before returning. It returns ``res.status``, one of the
 package's codes (``dualsolve._core.status``): STATUS_CONVERGED when the certificate (the
 duality gap, or the alphatilde certificate when alpha has left the conjugate's domain) is
-<= tol * P(0), with w recomputed from alpha (tol = 0 never converges: it runs the budget);
+<= tol * (P - certificate) (status.pxd's gap_certifies, or 64 ulps of P(0)), with w
+recomputed from alpha (tol = 0 never converges: it runs the budget);
 STATUS_MAX_EPOCHS; STATUS_DIVERGED when a check finds a non-finite objective or
 certificate (or the epoch's residues turn non-finite); STATUS_NO_MEMORY (nothing run); or
 what the hook returned. -1 (not a status) means an invalid problem: a loss that is not
@@ -70,7 +71,7 @@ cdef enum:
 
 ctypedef struct DfOptions:
     int method
-    double tol                 # stop when the certificate <= tol * P(0); 0 runs the budget
+    double tol                 # stop when gap_certifies (status.pxd); 0 runs the budget
     Py_ssize_t max_epochs
     Py_ssize_t check_every     # evaluate P and the certificate every this many epochs (and
                                # at the last one)
@@ -89,7 +90,7 @@ ctypedef struct DfResult:
     double primal
     double dual
     double gap
-    double p0                  # P(0), the scale of the relative tolerance
+    double p0                  # P(0), the scale of the rounding floor
     double theta               # the fixed theta (uniform / importance), else the last one
 
 

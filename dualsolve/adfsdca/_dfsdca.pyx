@@ -25,7 +25,7 @@ from dualsolve._core.buffers cimport double_ptr, intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY)
+                                     STATUS_NO_MEMORY, gap_certifies, gap_floor)
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_SQUARED, LOSS_SMOOTH_HINGE,
@@ -646,7 +646,8 @@ cdef inline int _report(epoch_hook hook, void* ctx, Py_ssize_t epoch, const doub
 cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                     DfProblem* P, const DfOptions* opt, DfResult* res,
                     epoch_hook hook, void* ctx) noexcept nogil:
-    """Solve to certificate <= tol * P(0) (tol > 0) or max_epochs; returns res.status."""
+    """Solve to gap_certifies (status.pxd: certificate <= tol * (P - certificate), or the
+    rounding floor of P(0); never for tol = 0) or max_epochs; returns res.status."""
     cdef Py_ssize_t i, n = P.n, d = P.d, nnz
     cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
     cdef double* v_owned = NULL
@@ -700,7 +701,7 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
     cdef Py_ssize_t i, epoch = 0, omega = 0
     cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
     cdef double values[DF_HOOK_VALUES]
-    cdef double p0, target
+    cdef double p0, floor
     cdef bint checked, diverged, optimum, cold = True
     cdef int r, stop
     cdef KahanSum s0 = ksum_new()
@@ -717,8 +718,8 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
         if P.alpha[i] != 0.0:
             cold = False
     p0 = ksum_value(&s0) / P.n
-    # tol = 0 runs the whole budget: a certificate that rounds to <= 0 certifies nothing
-    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(p0)
     rng_seed(&P.rng, opt.seed)
     res.p0 = p0
     res.status = STATUS_MAX_EPOCHS
@@ -729,7 +730,7 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
     _check(data, indices, indptr, P, values)
     if not (isfinite(values[0]) and isfinite(values[2])):
         res.status = STATUS_DIVERGED
-    elif values[2] <= target:
+    elif gap_certifies(values[2], values[0] - values[2], opt.tol, floor):
         res.status = STATUS_CONVERGED
     stop = _report(hook, ctx, 0, values, True)
     if stop != 0 and res.status == STATUS_MAX_EPOCHS:
@@ -761,11 +762,11 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
             _check(data, indices, indptr, P, values)
             if diverged or not (isfinite(values[0]) and isfinite(values[2])):
                 res.status = STATUS_DIVERGED
-            elif values[2] <= target or optimum:
+            elif gap_certifies(values[2], values[0] - values[2], opt.tol, floor) or optimum:
                 # certify with w recomputed from alpha (no incremental rounding drift)
                 _resync_w(data, indices, indptr, P)
                 _check(data, indices, indptr, P, values)
-                if values[2] <= target:
+                if gap_certifies(values[2], values[0] - values[2], opt.tol, floor):
                     res.status = STATUS_CONVERGED
         stop = _report(hook, ctx, epoch, values, checked)
         if stop != 0 and res.status == STATUS_MAX_EPOCHS:

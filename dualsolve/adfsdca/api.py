@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_dual
 from . import _dfsdca
@@ -73,8 +73,9 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     C : float > 0, optional
         liblinear's cost: ``lam = 1 / (C n)``.
     tol : float >= 0
-        Stop when the certificate is ``<= tol * P(0)`` (``stop_reason="converged"``; it
-        bounds ``P(w) - P*``). At every check P(w) is computed from fresh margins ``Xw``;
+        Stop when the certificate G is ``<= tol * (P(w) - G)`` (``stop_reason="converged"``;
+        G bounds ``P(w) - P*``, so ``(P(w) - P*) / P* <= tol``), or at the rounding floor,
+        64 ulps of P(0). At every check P(w) is computed from fresh margins ``Xw``;
         the certificate is the duality gap ``P(w) - D(alpha)`` when every alpha_i lies in
         the domain of the conjugate, else ``P(w) - D(alphatilde)`` with the always
         feasible ``alphatilde = -c phi'(Xw)`` and D evaluated at
@@ -247,7 +248,8 @@ def _run(p, o, mon, method, shrink=1.0, cap=0.0, batch_size=1, batch_sampling="a
     note = ""
     if status == _status.MAX_EPOCHS and p.tol > 0:
         note = _why_slow(p, mon.rows, uniform=method == SAMPLING["uniform"])
-    return Result(status, n_epochs, coef=w, dual=alpha, measure=gap, threshold=p.tol * p0,
+    return Result(status, n_epochs, coef=w, dual=alpha, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, p0),
                   info=dict(p0=p0, theta=theta), note=note)
 
 
@@ -299,6 +301,8 @@ def _p0(p):
 
 
 COMMON = dict(check_every=[Interval(Integral, 1, None)])
+CERTIFICATE = ("gap certificate G = P(w) - D(alpha), or P(w) - D(-phi'(Xw)) when alpha is "
+               "infeasible: " + certified("G", "(P(w) - G)", "P(0)"))
 
 DFSDCA = register(Solver(
     name="dfsdca", family="adfsdca",
@@ -306,8 +310,7 @@ DFSDCA = register(Solver(
     losses=LOSSES,
     params=dict(sampling=[Options(*SAMPLING)], **COMMON),
     history=HISTORY,
-    certificate="gap certificate P(w) - D(alpha), or P(w) - D(-phi'(Xw)) when alpha is "
-                "infeasible, <= tol * P(0)",
+    certificate=CERTIFICATE,
     diverge_hint="dfSDCA's steps never overshoot, so the start is the usual cause: a "
                  "warm_start whose w = X^T alpha / (lam n) overflows; otherwise rescale X "
                  "or raise lam",
@@ -326,8 +329,7 @@ ADFSDCA = register(Solver(
                 batch_size=[Interval(Integral, 1, None)],
                 batch_sampling=[Options(*BATCH_SAMPLING)], **COMMON),
     history=HISTORY,
-    certificate="gap certificate P(w) - D(alpha), or P(w) - D(-phi'(Xw)) when alpha is "
-                "infeasible, <= tol * P(0)",
+    certificate=CERTIFICATE,
     diverge_hint="cap the step: step_cap='coordinate' (the default of variant='plus', "
                  "also available for 'exact') or a smaller float step_cap; a warm_start "
                  "whose w = X^T alpha / (lam n) overflows diverges too",

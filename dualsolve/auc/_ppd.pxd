@@ -28,7 +28,8 @@ Minimal use (tests/test_embed_auc.py is a complete extension)::
 The run is a sequence of stages (their lengths grow, their steps shrink: PpdOptions);
 each stage ends with its average iterate, the exact objective J at it and the
 certificate ``measure`` (an upper bound on J(w) - min J, see AucEval). It stops with
-STATUS_CONVERGED when ``measure <= tol p(1-p)`` (tol = 0 never converges: it runs the
+STATUS_CONVERGED when ``measure <= tol (J + p(1-p) - measure)`` (status.pxd's gap_certifies
+on the risk J + p(1-p) >= 0; or 64 ulps of p(1-p); tol = 0 never converges: it runs the
 budget), STATUS_MAX_EPOCHS when max_epochs epochs of ``ceil(n / batch_size)`` steps are
 done (the last stage runs to the end of the budget: it takes what is left when a full next
 stage would not fit in after it), STATUS_NO_MEMORY, or the status the
@@ -77,7 +78,7 @@ ctypedef struct PpdOptions:
     double p                  # AUC_P_FIXED: p in (0, 1); NaN: n+/n
     double alpha_batch        # PPD: 0 resets alpha over all rows; m > 0 over
                               # round(m growth^(k-1)) fresh samples (Algorithm 2)
-    double tol                # stop when the certificate is <= tol p(1-p) (0: run the budget)
+    double tol                # stop by gap_certifies on J + p(1-p) (0: run the budget)
     Py_ssize_t max_epochs     # budget: epochs of ceil(n / batch_size) steps
     int64_t max_steps         # > 0: a budget in steps instead (tests)
     uint64_t seed
@@ -96,7 +97,7 @@ ctypedef struct PpdResult:
     int64_t last_stage_steps  # steps of the last stage completed
     double primal             # J at w
     double measure            # the certificate at w (+inf: none, e.g. lam = 0)
-    double threshold          # tol p(1-p)
+    double threshold          # what the certificate had to reach (gap_target)
     double a, b, alpha        # the saddle variables returned with w
     double p, pq              # the p and p(1-p) of the last step (online: the estimates)
     double eta0, T0           # the step and stage length of stage 1 used (defaults resolved)

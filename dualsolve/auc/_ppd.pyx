@@ -62,7 +62,8 @@ from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY)
+                                     STATUS_NO_MEMORY, gap_certifies, gap_target,
+                                     gap_floor)
 from dualsolve._core.lazy cimport (DriftJIT, drift_init, drift_catch_up, drift_step,
                                    drift_flush, drift_table_size, ScaledVec, sv_init,
                                    sv_scale, sv_dot, sv_add_at, sv_sqnorm, sv_renormalize)
@@ -1034,7 +1035,7 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     cdef AucEval ev
     cdef Py_ssize_t dd = d if d > 0 else 1, k = 0, nb = opt.batch_size
     cdef int64_t budget, S, epoch
-    cdef double eta, steps, eta_next, steps_next, T0, eta0, target, npos = 0.0, p_emp, nnz_row
+    cdef double eta, steps, eta_next, steps_next, T0, eta0, pq, rfloor, npos = 0.0, p_emp, nnz_row
     cdef int status, stop
     cdef bint pga = opt.method == PPD_PGA, certify_v = False
     cdef double* g
@@ -1117,8 +1118,12 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
         P.tab_size = 1
     # PGA with its ball certifies its own problem, phi over ||(w, a, b)|| <= R1
     certify_v = pga and isfinite(opt.R1)
-    target = opt.tol * p_emp * (1.0 - p_emp) if opt.tol > 0.0 else -INFINITY
-    res.threshold = opt.tol * p_emp * (1.0 - p_emp)
+    # the stop (status.pxd's gap_certifies) on the nonnegative risk J + p(1-p) =
+    # p(1-p) P_n(w) + (lam/2)||w||^2: measure <= tol * (J + p(1-p) - measure), whose
+    # J + p(1-p) - measure is a lower bound on min J + p(1-p); the rounding floor is 64
+    # ulps of p(1-p), J's scale; tol = 0 never converges
+    pq = p_emp * (1.0 - p_emp)
+    rfloor = gap_floor(pq)
 
     # epoch 0: the start, with a, b, alpha at their maximisers
     auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, INFINITY, INFINITY,
@@ -1135,8 +1140,9 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     status = STATUS_MAX_EPOCHS
     if not isfinite(ev.J):
         status = STATUS_DIVERGED
-    elif ev.measure <= target:
+    elif gap_certifies(ev.measure, ev.J + pq - ev.measure, opt.tol, rfloor):
         status = STATUS_CONVERGED
+    res.threshold = gap_target(ev.J + pq - ev.measure, opt.tol, rfloor)
     stop = _report(&P, 0)
     if stop != 0 and status == STATUS_MAX_EPOCHS:
         status = stop
@@ -1178,8 +1184,9 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
         res.measure = ev.measure
         if not isfinite(ev.J):
             status = STATUS_DIVERGED
-        elif ev.measure <= target:
+        elif gap_certifies(ev.measure, ev.J + pq - ev.measure, opt.tol, rfloor):
             status = STATUS_CONVERGED
+        res.threshold = gap_target(ev.J + pq - ev.measure, opt.tol, rfloor)
         if status != STATUS_MAX_EPOCHS or P.steps == P.next_epoch or P.steps >= budget:
             epoch = (P.steps + P.epoch_steps - 1) // P.epoch_steps
             if P.steps == P.next_epoch:

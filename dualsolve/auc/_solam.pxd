@@ -21,7 +21,8 @@ An epoch is n steps. After each (and at the start) the average is evaluated exac
 the certificate: min(||grad J||^2 / (2 lam), the Frank-Wolfe gap grad.w + R ||grad||),
 both upper bounds on J(w) - min_{||u|| <= R} J(u)) and reported to the hook with the
 values of ``_ppd.AUC_HOOK_VALUES``; the run stops with STATUS_CONVERGED when the
-certificate is <= tol p(1-p), STATUS_MAX_EPOCHS, STATUS_NO_MEMORY or the hook's status.
+certificate B is <= tol (J + p(1-p) - B) (status.pxd's gap_certifies; or 64 ulps of p(1-p)),
+STATUS_MAX_EPOCHS, STATUS_NO_MEMORY or the hook's status.
 The hook is polled with epoch = -1 inside long epochs (Ctrl-C).
 """
 from libc.stdint cimport int64_t, uint64_t
@@ -34,7 +35,7 @@ ctypedef struct SolamOptions:
                               # (dualsolve.auc._ppd.auc_default_step, PPD-SG's eta0)
     double R                  # radius of the ball on w (INFINITY: none)
     double lam                # L2 strength (>= 0; zeta lam < 1)
-    double tol                # stop when the certificate is <= tol p(1-p) (0: run the budget)
+    double tol                # stop by gap_certifies on J + p(1-p) (0: run the budget)
     Py_ssize_t max_epochs     # epochs of n steps
     uint64_t seed
     Py_ssize_t* trace         # optional: every drawn row, in order, up to trace_len (tests)
@@ -47,7 +48,7 @@ ctypedef struct SolamResult:
     int64_t n_steps
     double primal             # J at w
     double measure            # the certificate at w
-    double threshold          # tol p(1-p)
+    double threshold          # what the certificate had to reach (gap_target)
     double a, b, alpha        # the averaged saddle variables
     double p_hat              # the running estimate of p after the last step
     double zeta               # the step constant used (defaults resolved)

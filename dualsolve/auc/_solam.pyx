@@ -25,7 +25,8 @@ from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY, report_epoch)
+                                     STATUS_NO_MEMORY, report_epoch, gap_certifies,
+                                     gap_target, gap_floor)
 from dualsolve._core.lazy cimport (ScaledVec, sv_init, sv_scale, sv_dot, sv_add, sv_sqnorm,
                                    sv_renormalize)
 from dualsolve.auc._ppd cimport (auc_grads, auc_evaluate, auc_default_step, AucEval, AUC_SOLAM,
@@ -147,7 +148,7 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     cdef Py_ssize_t dd = d if d > 0 else 1, i, j, q
     cdef int64_t epoch = 0, left, chunk, poll_steps
     cdef double values[AUC_HOOK_VALUES]
-    cdef double kappa = 0.0, sq, npos = 0.0, p_emp, target, nrm
+    cdef double kappa = 0.0, sq, npos = 0.0, p_emp, pq, floor, nrm
     cdef int status, stop
     cdef double* h = <double*>ds_auc_calloc(n, sizeof(double), 8)
     cdef double* g = <double*>ds_auc_calloc(dd, sizeof(double), 8)
@@ -188,8 +189,12 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     rng_seed(&st.rng, opt.seed)
     res.zeta = st.zeta
     res.kappa = kappa
-    target = opt.tol * p_emp * (1.0 - p_emp) if opt.tol > 0.0 else -INFINITY
-    res.threshold = opt.tol * p_emp * (1.0 - p_emp)
+    # the stop (status.pxd's gap_certifies) on the nonnegative risk J + p(1-p) =
+    # p(1-p) P_n(w) + (lam/2)||w||^2: measure <= tol * (J + p(1-p) - measure), whose
+    # J + p(1-p) - measure is a lower bound on min J + p(1-p); the rounding floor is 64
+    # ulps of p(1-p), J's scale; tol = 0 never converges
+    pq = p_emp * (1.0 - p_emp)
+    floor = gap_floor(pq)
     poll_steps = <int64_t>(POLL_NNZ / (<double>indptr[n] / n + 16.0))
     if poll_steps < 1:
         poll_steps = 1
@@ -222,8 +227,9 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
         res.measure = ev.measure
         if not isfinite(ev.J):
             status = STATUS_DIVERGED
-        elif ev.measure <= target:
+        elif gap_certifies(ev.measure, ev.J + pq - ev.measure, opt.tol, floor):
             status = STATUS_CONVERGED
+        res.threshold = gap_target(ev.J + pq - ev.measure, opt.tol, floor)
         status = report_epoch(hook, ctx, epoch, values, status)
         if status != STATUS_MAX_EPOCHS or epoch >= opt.max_epochs:
             break

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register
 from .._monitor import MonitorView
 from .._params import Anything, Integral, Interval, Options, Real
 from .._validation import check_csr
@@ -47,8 +47,11 @@ _CERTIFICATE = """
     Stopping (``stop_reason="converged"``): J is a convex quadratic, lam-strongly convex
     for lam > 0, so ``J(w) - min J <= ||grad J(w)||^2 / (2 lam)``; J and its gradient are
     evaluated exactly (two passes over X, compensated sums) at every stage end, and the run
-    stops when that bound is ``<= tol * p(1-p)`` (``p(1-p)`` is J's scale: ``J(0) = 0``,
-    ``min J >= -p(1-p)``). The bound is an upper bound: stochastic iterates typically sit
+    stops when that bound B is ``<= tol * (J(w) + p(1-p) - B)``, i.e. the relative
+    suboptimality of the nonnegative risk ``R = J + p(1-p) = p(1-p) P_n(w) + (lam/2)||w||^2``
+    is at most tol (J is R shifted by its lower bound: ``J(0) = 0``, ``min J >= -p(1-p)``),
+    or when B is at the rounding floor, 64 ulps of ``p(1-p)``. The bound is an upper bound:
+    stochastic iterates typically sit
     much closer to the optimum than it certifies (their error lies in the directions of
     large curvature). ``tol=0`` or ``lam=0`` (no strong convexity, no certificate) run the
     whole budget.
@@ -81,7 +84,8 @@ _COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
     lam : float >= 0, optional
         L2 strength on w (a, b not regularised); default ``1/n``.
     tol : float >= 0
-        Stop when the certificate (above) is ``<= tol * p(1-p)``; 0 runs the whole budget.
+        Stop when the certificate B (above) is ``<= tol * (J + p(1-p) - B)``, a relative
+        suboptimality of ``J + p(1-p)`` of at most tol; 0 runs the whole budget.
     max_epochs : int >= 0
         Budget: epochs of ``ceil(n / batch_size)`` steps (n samples; the alpha resets'
         samples are extra). Ending here warns (ConvergenceWarning) with the certificate
@@ -402,12 +406,13 @@ def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=
 
     Stopping (``stop_reason="converged"``): without R1, PGA solves the saddle problem
     above, i.e. J, and stops as ``train_ppd_sg`` does, when ``||grad J(wbar)||^2 / (2 lam)
-    <= tol * p(1-p)`` at a stage end (an R2 that clips alpha at the solution changes the
+    <= tol * (J + p(1-p) - bound)`` at a stage end (an R2 that clips alpha at the solution
+    changes the
     problem and then keeps that bound from holding). With R1, it solves
     ``min_{{||v|| <= R1}} phi(v)``, ``phi(v) = max_{{|alpha| <= R2}} (1/n) sum_i F(v, alpha;
     z_i) + (lam/2)||w||^2``, a convex function of v = (w, a, b) computed exactly (alpha at
     its clipped maximiser), and stops when the Frank-Wolfe gap ``grad phi(vbar).(vbar - s)
-    <= tol * p(1-p)``, ``s = -R1 grad phi / ||grad phi||`` (an upper bound on
+    <= tol * (J + p(1-p) - gap)``, ``s = -R1 grad phi / ||grad phi||`` (an upper bound on
     ``phi(vbar) - min phi``). ``tol=0`` runs the whole budget.
 
     Every step costs O(nnz of the sampled rows): w is kept as ``sigma z + tau w0``,
@@ -473,7 +478,8 @@ def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, see
 
     Stopping (``stop_reason="converged"``): after every epoch of n steps, J and its
     gradient are evaluated exactly at the average wbar (inside the ball), and the run stops
-    when ``min(||grad J||^2 / (2 lam), grad J.wbar + R ||grad J||) <= tol * p(1-p)``: both
+    when ``B = min(||grad J||^2 / (2 lam), grad J.wbar + R ||grad J||) <= tol * (J + p(1-p) -
+    B)`` (a relative suboptimality of ``J + p(1-p)`` of at most tol): both
     bound ``J(wbar) - min_{||w|| <= R} J`` (lam-strong convexity, and the Frank-Wolfe gap
     over the ball). ``tol=0`` runs the whole budget.
 
@@ -518,8 +524,11 @@ _PPD_PARAMS = dict(step=_STEP, T0=[None, Interval(Integral, 2, None)], prox_gamm
                    batch_size=[Interval(Integral, 1, None)], p=_P,
                    alpha_reset=[Options("full", "minibatch")],
                    alpha_batch=[Interval(Integral, 1, None)], eval_set=_EVAL_SET)
-_J_CERTIFICATE = ("g.g / (2 lam) <= tol * p(1-p), g = grad J(wbar), at a stage end (it bounds "
-                  "J(wbar) - min J: J is lam-strongly convex)")
+#: the stop on the nonnegative risk R = J + p(1-p) (J's lower bound is -p(1-p))
+_RELATIVE = (certified("B", "(R(wbar) - B)", "p(1-p)", "R")
+             + ", R = J + p(1-p) = p(1-p) P_n(w) + (lam/2)||w||^2 >= 0")
+_J_CERTIFICATE = ("B = g.g / (2 lam), g = grad J(wbar), at a stage end (it bounds J(wbar) - "
+                  "min J: J is lam-strongly convex): " + _RELATIVE)
 _COMMON = dict(family="auc", losses=("squared",), label_task=lambda loss, args: "binary",
                history=HISTORY, lam_zero=True, liblinear_c=False, unevaluated_nan=True,
                watch_growth=True, objective_scale=lambda prob: _pq(prob.y))
@@ -545,8 +554,8 @@ PGA = register(Solver(
     params=dict(step=_STEP, T0=[None, Interval(Integral, 1, None)], prox_gamma=_STEP,
                 R1=_STEP, R2=_STEP, batch_size=[Interval(Integral, 1, None)], p=_P,
                 eval_set=_EVAL_SET),
-    certificate=(_J_CERTIFICATE + "; with R1: the Frank-Wolfe gap g.v + R1 sqrt(g.g) of its "
-                 "ball-constrained problem, g = grad phi(vbar), v = (w, a, b)"),
+    certificate=(_J_CERTIFICATE + "; with R1, B is the Frank-Wolfe gap g.v + R1 sqrt(g.g) of "
+                 "its ball-constrained problem, g = grad phi(vbar), v = (w, a, b)"),
     engine=_ppd_engine("pga"),
     diverge_hint="decrease step (its default, None, scales with the rows)", **_COMMON))
 
@@ -554,7 +563,7 @@ SOLAM = register(Solver(
     name="solam",
     summary="SOLAM: projected primal-dual SGD with steps step/sqrt(t), averaged (baseline)",
     params=dict(step=_STEP, R=_STEP, eval_set=_EVAL_SET),
-    certificate=("min(g.g / (2 lam), g.wbar + R sqrt(g.g)) <= tol * p(1-p), g = grad J(wbar), "
-                 "after an epoch (it bounds J(wbar) - min J over the R-ball)"),
+    certificate=("B = min(g.g / (2 lam), g.wbar + R sqrt(g.g)), g = grad J(wbar), after an "
+                 "epoch (it bounds J(wbar) - min J over the R-ball): " + _RELATIVE),
     engine=_solam_engine,
     diverge_hint="decrease step (its default, None, scales with the rows)", **_COMMON))

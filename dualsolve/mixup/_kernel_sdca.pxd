@@ -38,7 +38,8 @@ memory and free it before returning; K must not be None, and stays in use by the
 (a source is one thread's: its columns live in its own scratch memory).
 
 Both return ``res.status``, one of the package's codes (``dualsolve._core.status``):
-STATUS_CONVERGED when the exact duality gap is <= tol * R[0] (tol = 0 never converges: it
+STATUS_CONVERGED when the exact duality gap is <= tol * D (status.pxd's gap_certifies, or
+64 ulps of R[0]; tol = 0 never converges: it
 runs the budget); STATUS_MAX_EPOCHS; STATUS_NO_MEMORY (nothing run); or what the hook
 returned. -1 (not a status) means an invalid problem: n != K.n without ``point`` (SGD:
 n != K.n).
@@ -91,7 +92,7 @@ ctypedef struct KernelProblem:
 
 
 ctypedef struct KernelOptions:
-    double tol                # stop when gap <= tol * R[0]
+    double tol                # stop when gap <= tol * D (gap_certifies)
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): see
                               # dualsolve.sdca.schedule (the gap seen during the pass)
@@ -105,7 +106,7 @@ ctypedef struct KernelResult:
     double primal             # of the last exact check
     double dual
     double gap
-    double p0                 # R[0], the scale of the relative tolerance
+    double p0                 # R[0], the scale of the rounding floor
 
 
 ctypedef struct KernelSgdProblem:
@@ -117,7 +118,7 @@ ctypedef struct KernelSgdProblem:
 
 
 ctypedef struct KernelSgdOptions:
-    double tol                # stop when gap <= tol * R[0]
+    double tol                # stop when gap <= tol * D (gap_certifies)
     Py_ssize_t max_epochs
     double step               # the step of the first epoch (constant within an epoch)
     int halve_on_plateau      # 1: halve the step after KERNEL_SGD_PLATEAU epochs without a

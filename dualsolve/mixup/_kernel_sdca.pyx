@@ -19,13 +19,14 @@ import numpy as np
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
-                                     epoch_hook, report_epoch)
+                                     epoch_hook, report_epoch, gap_certifies, gap_floor)
 from dualsolve._core.kernels cimport ColumnSource
 from dualsolve._core.losses cimport Loss, loss_value, loss_conj, loss_deriv as loss_deriv_, make_loss
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport STEP_EXACT, coordinate_step, step_params_init
-from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
+from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
+                                      schedule_target)
 
 
 cdef inline Py_ssize_t _poll_chunk(Py_ssize_t m) noexcept nogil:
@@ -146,9 +147,10 @@ cdef int _kernel_epoch(ColumnSource K, KernelProblem* P, bint permute, bint esti
 
 cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* opt,
                          KernelResult* res, epoch_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``gap <= tol * R[0]`` (tol > 0) or ``max_epochs``; returns ``res.status``."""
+    """Solve to ``gap_certifies`` (status.pxd: gap <= tol * D, or the rounding floor of
+    R[0]; never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t n = P.n, m = K.n, j, epoch = 0
-    cdef double p0 = 0.0, primal = NAN, dual = NAN, gap = NAN, estimate, predicted, target
+    cdef double p0 = 0.0, primal = NAN, dual = NAN, gap = NAN, estimate, predicted, target, floor
     cdef bint checked
     cdef int stop
     cdef CheckSchedule sched
@@ -175,8 +177,8 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
         p0 += (P.weight[j] if P.weight != NULL else 1.0) * loss_value(&P.loss, 0.0, P.y[j])
     p0 /= n
     res.p0 = p0
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(p0)
     # work model: a step costs a column update (m), a check one K-vector product (m^2)
     schedule_init(&sched, opt.check_every, <double>m * m)
     cdef Py_ssize_t chunk = _poll_chunk(m)
@@ -184,7 +186,9 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
     cdef bint estimating = opt.check_every != 1
 
     _kernel_check(K, P, &primal, &dual, &gap)
-    res.status = STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS
+    res.status = STATUS_CONVERGED if gap_certifies(gap, primal - gap, opt.tol, floor) \
+        else STATUS_MAX_EPOCHS
+    target = schedule_target(primal, dual, opt.tol, floor)
     values[0], values[1], values[2], values[3], values[4] = primal, dual, gap, NAN, <double>n
     res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
@@ -198,8 +202,9 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
                                      target, &predicted)
         if checked:
             _kernel_check(K, P, &primal, &dual, &gap)
-            if gap <= target:
+            if gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            target = schedule_target(primal, dual, opt.tol, floor)
         values[0] = primal if checked else NAN
         values[1] = dual if checked else NAN
         values[2] = gap if checked else NAN
@@ -352,11 +357,11 @@ cdef int _sgd_epoch(ColumnSource K, KernelSgdProblem* P, double* zt, Py_ssize_t*
 
 cdef int kernel_sgd_run(ColumnSource K, KernelSgdProblem* P, const KernelSgdOptions* opt,
                         KernelSgdResult* res, epoch_hook hook, void* ctx) noexcept nogil:
-    """Kernel SGD from P.beta to ``gap <= tol * R[0]`` (tol > 0) or ``max_epochs``; returns
-    ``res.status``."""
+    """Kernel SGD from P.beta to ``gap_certifies`` (status.pxd: gap <= tol * D, or the
+    rounding floor of R[0]; never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t n = P.n, i, q, epoch = 0, since_best = 0
     cdef double step = opt.step, shrink = 1.0 - opt.step * P.lam
-    cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, best_gap = INFINITY
+    cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, floor, best_gap = INFINITY
     cdef double* zt
     cdef Py_ssize_t* index
     cdef rng_state rng
@@ -386,14 +391,15 @@ cdef int kernel_sgd_run(ColumnSource K, KernelSgdProblem* P, const KernelSgdOpti
         p0 += loss_value(&P.loss, 0.0, P.y[i])
     p0 /= n
     res.p0 = p0
-    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    floor = gap_floor(p0)
     cdef Py_ssize_t chunk = _poll_chunk(n)
     cdef bint permute = opt.sampling == KERNEL_SAMPLE_PERMUTATION
 
     _sgd_check(K, P.beta, zex, a, Ka, P.y, &P.loss, P.lam, n, &primal, &dual, &gap)
     for q in range(n):
         zt[q] = zex[q]
-    res.status = STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS
+    res.status = STATUS_CONVERGED if gap_certifies(gap, primal - gap, opt.tol, floor) \
+        else STATUS_MAX_EPOCHS
     values[0], values[1], values[2], values[3] = primal, dual, gap, step
     res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
@@ -403,7 +409,7 @@ cdef int kernel_sgd_run(ColumnSource K, KernelSgdProblem* P, const KernelSgdOpti
             break
         epoch += 1
         _sgd_check(K, P.beta, zex, a, Ka, P.y, &P.loss, P.lam, n, &primal, &dual, &gap)
-        if gap <= target:
+        if gap_certifies(gap, primal - gap, opt.tol, floor):
             res.status = STATUS_CONVERGED
         elif gap < best_gap:
             best_gap = gap
@@ -437,10 +443,10 @@ def kernel_sgd(ColumnSource K not None, const double[::1] y, str loss, double pa
     so a step costs one kernel column, like an SDCA step. After every epoch the exact primal,
     the dual and the gap of the SDCA dual point a = -phi'(K beta), and the step the epoch
     used, go to ``mon`` (KERNEL_SGD_HOOK_VALUES = 4 values); the run stops when the gap is
-    <= tol * R[0] (tol > 0). ``halve_on_plateau``: halve the step when the gap has not gone
+    <= tol * D (tol > 0; status.pxd's gap_certifies). ``halve_on_plateau``: halve the step when the gap has not gone
     below its best for KERNEL_SGD_PLATEAU epochs (the constant step's noise floor), so that
     the iterates go on to the optimum. Returns (status, n_epochs, gap, R[0], beta, the last
-    step).
+    step, the last dual value D).
     """
     cdef KernelSgdProblem P
     cdef KernelSgdOptions opt
@@ -464,4 +470,4 @@ def kernel_sgd(ColumnSource K not None, const double[::1] y, str loss, double pa
     opt.seed = seed
     with nogil:
         kernel_sgd_run(K, &P, &opt, &res, python_hook, <void*>mon)
-    return res.status, res.n_epochs, res.gap, res.p0, bt, res.step
+    return res.status, res.n_epochs, res.gap, res.p0, bt, res.step, res.dual

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._core import kernels as _kernels
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from .._validation import check_csr, check_labels
 from ..model import warm_start_dual
@@ -84,7 +84,8 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         Linear kernel with mixup: keep mixed rows as (a, b, r) instead of materialising them.
     sampling : {"permutation", "uniform"}
     tol : float >= 0
-        Stop when the exact duality gap is <= tol * P(0) (``stop_reason="converged"``);
+        Stop when the exact duality gap is <= tol * D(a), so (P - P*) / P* <= tol, or at
+        the rounding floor, 64 ulps of P(0) (``stop_reason="converged"``);
         ``tol=0`` runs the whole budget.
     max_epochs : int
     check_every : 1, k or "auto"
@@ -134,7 +135,7 @@ def train_kernel_sgd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
     ``beta_i <- beta_i - step phi'(f(x_i); y_i)``. After every epoch (n steps) ``history``
     records the exact primal ``R[f]``, and the dual and gap of the dual point
     ``a_i = -phi'(f(x_i); y_i)`` (the SDCA dual of ``train_mixup_sdca``): the gap certifies
-    ``R[f] - R* <= gap``, and the run stops when it is ``<= tol * R[0]``.
+    ``R[f] - R* <= gap``, and the run stops when it is ``<= tol * D(a)`` (or 64 ulps of R[0]).
 
     ``step`` : float > 0, optional
         The (first) step. Default ``1 / (L k_max + lam)``, with L the smoothness of phi0 (1/4
@@ -270,10 +271,10 @@ def _mixup_engine(p, o, mon):
     info = dict(n_augmented=n, n_coordinates=n_coord, p0=p0)
     if pts.kernel == "linear":
         return Result(status, n_epochs, coef=w, dual=dual_points, measure=gap,
-                      threshold=p.tol * p0, info=info)
+                      threshold=threshold(dual, p.tol, p0), info=info)
     km = pts.kernel_model(p, o, spec, dual_points, p.lam)
     km["info"].update(info)
-    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+    return Result(status, n_epochs, measure=gap, threshold=threshold(dual, p.tol, p0), **km)
 
 
 def _coordinates(y, method):
@@ -349,13 +350,13 @@ def _sgd_engine(p, o, mon):
     beta0 = np.zeros(n)
     if p.warm_start is not None:
         beta0 = warm_start_dual(p.warm_start, n) / (p.lam * n)
-    status, n_epochs, gap, p0, beta, last_step = _kernel_sdca.kernel_sgd(
+    status, n_epochs, gap, p0, beta, last_step, dual = _kernel_sdca.kernel_sgd(
         src, np.ascontiguousarray(pts.y, dtype=np.float64), p.loss, p.loss_param, p.lam, step,
         p.tol, p.max_epochs, SAMPLING[o["sampling"]], p.seed, mon, beta0,
         o["step_schedule"] == "plateau")
     km = pts.kernel_model(p, o, spec, beta * p.lam * n, p.lam)
     km["info"].update(step=step, last_step=last_step, p0=p0)
-    return Result(status, n_epochs, measure=gap, threshold=p.tol * p0, **km)
+    return Result(status, n_epochs, measure=gap, threshold=threshold(dual, p.tol, p0), **km)
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,7 +427,7 @@ MIXUP_SDCA = register(Solver(
                 decomp_gamma=[Options("percoord", "paper")], implicit=[Boolean()],
                 check_every=[Options("auto"), Interval(Integral, 1, None)]),
     history=("gap_estimate", "n_active"),
-    certificate="duality gap P(f) - D(a) <= tol * P(0) on the augmented set",
+    certificate="duality gap " + certified("P(f) - D(a)", "D(a)", "P(0)") + " on the augmented set",
     engine=_mixup_engine, label_task=_labels_task, samples=_samples, unevaluated_nan=True))
 
 KERNEL_SGD = register(Solver(
@@ -436,6 +437,7 @@ KERNEL_SGD = register(Solver(
     params=dict(_KERNEL_PARAMS, step=[None, Interval(Real, 0, None, closed="neither")],
                 step_schedule=[Options("plateau", "constant")]),
     history=("step",),
-    certificate="duality gap P(f) - D(a) <= tol * P(0), a_i = -phi'(f(x_i)) (the SDCA dual)",
+    certificate=("duality gap " + certified("P(f) - D(a)", "D(a)", "P(0)")
+                 + ", a_i = -phi'(f(x_i)) (the SDCA dual)"),
     engine=_sgd_engine, label_task=_labels_task, samples=_samples, watch_growth=True,
     diverge_hint="decrease step"))

@@ -18,7 +18,8 @@ Certificate: the dual point ``a_i = -c_i phi'(x_i.w)`` of the SDCA dual
 differentiable loss); the duality gap ``P(w) - D(a)`` bounds ``P(w) - P*`` and equals
 ``||grad P(w)||^2 / (2 lam)``; it is computed term by term with compensated sums, from
 scores recomputed from ``w`` before it certifies. The status and the hook are the package's
-one pair (``dualsolve._core.status``); the hook gets NEWTON_HOOK_VALUES values per
+one pair (``dualsolve._core.status``), and so is the stopping rule (``gap_certifies``: the
+gap <= tol * D, i.e. a relative suboptimality <= tol); the hook gets NEWTON_HOOK_VALUES values per
 iteration: primal, dual, gap, cg_iters (Hessian-vector products of the iteration), step
 (the line search's step length, 1 for a full Newton step), passes (passes over X so far).
 """
@@ -42,7 +43,8 @@ ctypedef struct NewtonProblem:
 
 
 ctypedef struct NewtonOptions:
-    double tol                # stop when gap <= tol * P(0); 0 runs the budget
+    double tol                # stop when gap_certifies (status.pxd): gap <= tol * D;
+                              # 0 runs the budget
     Py_ssize_t max_epochs     # Newton iterations
     double cg_forcing         # CG stops at ||r|| <= cg_forcing ||grad||
     Py_ssize_t max_cg         # Hessian-vector products per iteration at most

@@ -20,7 +20,8 @@ from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, make_loss, loss_value, loss_deriv, loss_curvature,
                                      loss_conj)
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
-                                     epoch_hook, report_epoch)
+                                     epoch_hook, report_epoch, gap_certifies, gap_floor,
+                                     gap_target)
 from dualsolve._core.hooks cimport python_hook
 
 #: Armijo's sufficient decrease, and the most halvings of the step before giving up
@@ -208,7 +209,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     cdef double* buf = <double*>malloc((4 * n + 6 * m) * sizeof(double))
     cdef double *z, *u, *dv, *curv, *g, *diag, *s, *r, *p, *q
     cdef Eval e
-    cdef double primal, dual, gap, gnorm, rstop, target, rz, rz_new, pq, a, beta, ws, ss, gs, t
+    cdef double primal, dual, gap, gnorm, rstop, target, floor, rz, rz_new, pq, a, beta, ws, ss, gs, t
     cdef double values[NEWTON_HOOK_VALUES]
     cdef int status = STATUS_MAX_EPOCHS, stop
     cdef bint fresh, model_ok = False
@@ -238,6 +239,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     for i in range(n):
         res.p0 += _row_weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
     res.p0 /= n
+    floor = gap_floor(res.p0)
     _scores(data, indices, indptr, P, P.w, z)
     res.passes = 1
     fresh = True
@@ -250,7 +252,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         primal = e.loss_sum + 0.5 * P.lam * _dot(P.w, P.w, m)
         dual = -0.5 * e.xta_sq / P.lam - e.conj_sum
         gap = primal - dual if isfinite(primal) and isfinite(dual) else INFINITY
-        if opt.tol > 0 and gap <= opt.tol * res.p0:
+        if gap_certifies(gap, dual, opt.tol, floor):
             if not fresh:   # certify on scores recomputed from w, not carried along
                 _scores(data, indices, indptr, P, P.w, z)
                 res.passes += 1
@@ -279,7 +281,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         # predicted the last step well, go on to it (saving the iteration that would
         # otherwise cover the last factor)
         if opt.tol > 0:
-            target = 0.5 * sqrt(2.0 * P.lam * opt.tol * res.p0)
+            target = 0.5 * sqrt(2.0 * P.lam * gap_target(dual, opt.tol, floor))
             if model_ok and rstop < 10.0 * target:
                 rstop = target
         for j in range(m):

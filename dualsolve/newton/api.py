@@ -3,7 +3,7 @@ certified by the duality gap of the dual point its gradient gives."""
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Interval, Integral, Real
 from ..model import Model, warm_start_coef
 from . import _newton
@@ -36,8 +36,9 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     Certificate: after every iteration the dual point ``a_i = -c_i phi'(x_i.w)`` of the SDCA
     dual ``D(a) = -(lam/2)||X^T a/(lam n)||^2 - (1/n) sum_i c_i loss*(-a_i/c_i)`` is feasible,
     and ``gap = P(w) - D(a)`` (equal to ``||g||^2 / (2 lam)``, computed term by term with
-    compensated sums) bounds ``P(w) - P*``. The solver stops when ``gap <= tol * P(0)``, on
-    scores recomputed from ``w``.
+    compensated sums) bounds ``P(w) - P*``. The solver stops when ``gap <= tol * D(a)`` (so
+    ``(P(w) - P*) / P* <= tol``; or at the rounding floor, 64 ulps of P(0)), on scores
+    recomputed from ``w``.
 
     Losses (``m = y x.w``, ``y`` in {-1, +1}; regression ``y`` real): ``"logistic"``
     ``log(1 + exp(-m))`` (liblinear -s 0), ``"squared_hinge"`` ``max(0, 1 - m)^2`` (-s 2),
@@ -59,7 +60,8 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     C : float > 0, optional
         liblinear's cost: ``lam = 1 / (C n)``.
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)``; ``tol=0`` runs the budget.
+        Stop when the duality gap is ``<= tol * D(a)``: a relative suboptimality ``<= tol``;
+        ``tol=0`` runs the budget.
     max_epochs : int >= 0
         Newton iterations (one "epoch" here is one iteration: a gradient pass, ``cg_iters``
         Hessian-vector products and a pass for the line search; the history's ``passes``
@@ -118,7 +120,7 @@ def _engine(p, o, mon):
         note = ("The line search found no decrease at this precision (the gap is at the "
                 "rounding level of the objective): a smaller tol cannot be certified")
     return Result(status, n_epochs, coef=coef, intercept=w[p.d] * bias if bias else 0.0,
-                  dual=dual_point, measure=gap, threshold=p.tol * p0, note=note,
+                  dual=dual_point, measure=gap, threshold=threshold(dual, p.tol, p0), note=note,
                   info=dict(p0=p0, passes=passes))
 
 
@@ -138,5 +140,6 @@ NEWTON = register(Solver(
                 max_cg=[Interval(Integral, 1, None)]),
     weights=True,
     history=("cg_iters", "step", "passes"),
-    certificate="duality gap P(w) - D(-phi'(Xw)) <= tol * P(0)",
+    certificate="duality gap " + certified("P(w) - D(a)", "D(a)", "P(0)")
+    + ", a = -phi'(Xw)",
     engine=_engine))

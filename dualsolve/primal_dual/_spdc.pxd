@@ -39,13 +39,14 @@ Minimal use (tests/test_embed_primal_dual.py builds a complete extension)::
     spdc_problem_init(&P, n, d, b, loss, lam, lam1, R, SPDC_EUCLID, 1, feat, y, NULL, z,
                       work_d, order, perm)
     cdef SpdcOptions opt = spdc_default_options()
-    opt.scale = p0                       # P(0): the stopping scale of the gap
+    opt.scale = p0                       # P(0): the rounding floor's scale of the gap
     with nogil:
         spdc_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
 
 The status (``res.status``) and the hook are the package's one pair
-(``dualsolve._core.status``): STATUS_CONVERGED when the measure (below) is <= tol * scale
-at an evaluation (tol = 0 never converges: it runs the budget), STATUS_MAX_EPOCHS,
+(``dualsolve._core.status``): STATUS_CONVERGED when at an evaluation a gap measure (below)
+certifies (status.pxd's gap_certifies: <= tol * (P - measure), or 64 ulps of scale) or the
+gradient measure is <= tol * scale (tol = 0 never converges: it runs the budget), STATUS_MAX_EPOCHS,
 STATUS_DIVERGED when an evaluation finds P(x) non-finite, STATUS_NO_MEMORY when a work
 buffer could not be allocated (nothing else is set then), or what the hook returned. The
 hook gets SPDC_HOOK_VALUES values per epoch: primal, dual, gap, measure (NaN for an epoch
@@ -131,7 +132,7 @@ ctypedef struct SpdcProblem:
 
 
 ctypedef struct SpdcOptions:
-    double tol                # stop when measure <= tol * scale
+    double tol                # the stopping tolerance (above)
     double scale              # P(0) for the gap measures, ||grad f(0)||^2 for MEASURE_GRAD
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # evaluate (and flush) every k epochs

@@ -41,7 +41,7 @@ import numpy as np
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY, report_epoch)
+                                     STATUS_NO_MEMORY, report_epoch, gap_certifies, gap_floor)
 from dualsolve._core.csr cimport floating, index_t, prefetch_row, prefetch_records
 from dualsolve._core.losses cimport (Loss, LOSS_SQUARED, loss_value, loss_deriv, loss_conj,
                                      loss_dual_step, loss_conj_strong_convexity, make_loss)
@@ -891,7 +891,9 @@ cdef int _stop_steps(const floating* data, const index_t* indices, const index_t
 cdef int spdc_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SpdcProblem* P, const SpdcOptions* opt, SpdcResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``measure <= tol * scale`` (tol > 0) or ``max_epochs`` from the x in
+    """Solve to convergence (a gap measure: status.pxd's ``gap_certifies``, measure <=
+    tol * (primal - measure) or the rounding floor of scale; the gradient measure: <= tol *
+    scale; never for tol = 0) or ``max_epochs`` from the x in
     P.feat[j].x, the dual P.y (and margins P.v) and the estimate P.delta_hat; returns
     ``res.status``."""
     cdef Py_ssize_t i, j, epoch = 0, ipe = (P.n + P.batch - 1) // P.batch, total, npts = 0
@@ -900,6 +902,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef double values[SPDC_HOOK_VALUES]
     cdef double out[4]
     cdef double target, thr, rho = 1.0, row_nnz
+    cdef double floor
     cdef double* tab = NULL
     cdef double* G = NULL
     cdef double* tw = NULL
@@ -913,6 +916,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         ev = 1
     # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
     target = opt.tol * opt.scale if opt.tol > 0.0 else -INFINITY
+    floor = gap_floor(opt.scale)        # the gap measures stop by gap_certifies
     res.n_epochs = 0
     res.n_adapt_up = 0
     res.n_adapt_down = 0
@@ -963,7 +967,8 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         memset(P.work_d, 0, P.d * sizeof(double))
     if not isfinite(out[0]):
         res.status = STATUS_DIVERGED
-    elif out[3] <= target:
+    elif (out[3] <= target if kind == MEASURE_GRAD
+          else gap_certifies(out[3], out[0] - out[3], opt.tol, floor)):
         res.status = STATUS_CONVERGED
     if opt.adapt == ADAPT_ROBUST or opt.adapt == ADAPT_BACKTRACK:
         rho = exp(<double>opt.period * <double>ipe * log(P.theta))
@@ -995,7 +1000,8 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
             if not isfinite(out[0]):
                 res.status = STATUS_DIVERGED
-            elif out[3] <= target:
+            elif (out[3] <= target if kind == MEASURE_GRAD
+                  else gap_certifies(out[3], out[0] - out[3], opt.tol, floor)):
                 res.status = STATUS_CONVERGED
             elif opt.adapt != ADAPT_NONE:
                 if npts < max_pts:

@@ -40,8 +40,9 @@ Minimal use (tests/test_embed_primal_dual.py builds a complete extension)::
         svrg_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
 
 The status (``res.status``) and the hook are the package's one pair
-(``dualsolve._core.status``): STATUS_CONVERGED when the measure is <= tol * scale at a
-snapshot (scale: P(0), or ||mu(0)||^2 for the gradient measure; tol = 0 never converges),
+(``dualsolve._core.status``): STATUS_CONVERGED when a gap measure certifies at a
+snapshot (status.pxd's gap_certifies: <= tol * (P - measure), or 64 ulps of P(0)), or the
+gradient measure is <= tol * ||mu(0)||^2 (tol = 0 never converges),
 STATUS_MAX_EPOCHS, STATUS_DIVERGED when P(xs) is not finite, STATUS_NO_MEMORY when a work
 buffer could not be allocated (nothing else is set then), or what the hook returned. The
 hook gets SVRG_HOOK_VALUES values per epoch: primal, dual, gap, measure and passes (the
@@ -91,7 +92,7 @@ ctypedef struct SvrgProblem:
 
 
 ctypedef struct SvrgOptions:
-    double tol                # stop when measure <= tol * scale
+    double tol                # the stopping tolerance (svrg_run's docstring)
     Py_ssize_t max_epochs
     unsigned long long seed
     Py_ssize_t table_max      # flush at least every this many steps (catch-up table size)
@@ -105,7 +106,7 @@ ctypedef struct SvrgResult:
     double gap
     double measure
     int measure_kind          # SVRG_MEASURE_*
-    double p0                 # P(0): the scale of the gap measures
+    double p0                 # P(0): the rounding floor's scale of the gap measures
     double scale              # the scale the measure was compared with
     double passes
 

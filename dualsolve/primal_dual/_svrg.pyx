@@ -83,7 +83,7 @@ from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, loss_conj, mak
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below
 from dualsolve._core.lazy cimport drift_coeffs
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     STATUS_NO_MEMORY, report_epoch)
+                                     STATUS_NO_MEMORY, report_epoch, gap_certifies, gap_floor)
 
 
 cdef enum:
@@ -824,15 +824,18 @@ cdef inline Py_ssize_t _table_doubles(int method, int64_t T) noexcept nogil:
     return <Py_ssize_t>(2 * (T + 1))
 
 
-cdef inline int _epoch_status(const double* out, double target, double passes,
-                              Py_ssize_t epoch, double* values, epoch_hook hook,
-                              void* ctx) noexcept nogil:
+cdef inline int _epoch_status(const double* out, int kind, double tol, double floor,
+                              double target, double passes, Py_ssize_t epoch, double* values,
+                              epoch_hook hook, void* ctx) noexcept nogil:
     """After a snapshot's measures ``out`` (primal, dual, gap, measure): diverged,
-    converged or go on, then the epoch's report to the hook."""
+    converged or go on, then the epoch's report to the hook. Converged: a gap measure by
+    status.pxd's ``gap_certifies`` (measure <= tol * (primal - measure), or ``floor``); the
+    gradient measure (lam = l1 = 0, no certificate) by ``measure <= target``."""
     cdef int status = STATUS_MAX_EPOCHS
     if not isfinite(out[0]):
         status = STATUS_DIVERGED
-    elif out[3] <= target:
+    elif (out[3] <= target if kind == SVRG_MEASURE_GRAD
+          else gap_certifies(out[3], out[0] - out[3], tol, floor)):
         status = STATUS_CONVERGED
     values[0], values[1], values[2], values[3] = out[0], out[1], out[2], out[3]
     values[4] = passes
@@ -842,13 +845,14 @@ cdef inline int _epoch_status(const double* out, double target, double passes,
 cdef int svrg_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SvrgProblem* P, const SvrgOptions* opt, SvrgResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
-    """Run to ``measure <= tol * scale`` (tol > 0) or ``max_epochs`` from P.x; P.x receives
-    the last snapshot. Returns ``res.status``."""
+    """Run to convergence (``_epoch_status``: a gap measure by ``gap_certifies``, the gradient
+    measure to ``<= tol * scale``; never for tol = 0) or ``max_epochs`` from P.x; P.x
+    receives the last snapshot. Returns ``res.status``."""
     cdef Py_ssize_t i, n = P.n, d = P.d, m = P.m, epoch = 0, chunk
     cdef Py_ssize_t dd = d if d > 0 else 1
     cdef int64_t T
     cdef int stop, kind
-    cdef double inv_norm = 1.0, target, p0, row_nnz, g0
+    cdef double inv_norm = 1.0, target, floor, p0, row_nnz, g0
     cdef double out[4]
     cdef double values[SVRG_HOOK_VALUES]
     cdef KahanSum sums[1]
@@ -904,7 +908,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
             ksum_add(&sums[0], mu[i] * mu[i])
         res.scale = ksum_value(&sums[0])
     # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
-    target = opt.tol * res.scale if opt.tol > 0.0 else -INFINITY
+    target = opt.tol * res.scale if opt.tol > 0.0 else -INFINITY     # gradient measure
+    floor = gap_floor(p0)                                            # gap measures
     # steps per poll of the hook: about SVRG_POLL_WORK nonzeros
     row_nnz = <double>indptr[n] / <double>n + 1.0
     chunk = <Py_ssize_t>(<double>SVRG_POLL_WORK / row_nnz)
@@ -915,7 +920,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     _snapshot(data, indices, indptr, &S, P.x, mu, sums)
     _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
     res.passes = 1.0
-    res.status = _epoch_status(out, target, res.passes, 0, values, hook, ctx)
+    res.status = _epoch_status(out, kind, opt.tol, floor, target, res.passes, 0, values,
+                               hook, ctx)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         _set_mu(&S, mu)
         stop = _epoch(data, indices, indptr, &S, m, chunk, hook, ctx)
@@ -927,7 +933,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
         _snapshot(data, indices, indptr, &S, P.x, mu, sums)
         _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
         res.passes += 1.0 + <double>m / n
-        res.status = _epoch_status(out, target, res.passes, epoch, values, hook, ctx)
+        res.status = _epoch_status(out, kind, opt.tol, floor, target, res.passes, epoch,
+                                   values, hook, ctx)
     res.n_epochs = epoch
     res.primal = out[0]
     res.dual = out[1]

@@ -16,7 +16,7 @@ import functools
 import inspect
 import math
 
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import warm_start_coef
 from . import _svrg
@@ -70,8 +70,9 @@ def _engine(p, o, mon, *, method, trace=None, table_max=65536):
         step, m, tau1, option, p.tol, p.max_epochs, p.seed, mon, trace=trace,
         table_max=table_max, weight=p.weight)
     info.update(steps_per_epoch=m, p0=p0, scale=scale, measure=MEASURES[kind])
-    return Result(status, n_epochs, coef=x, measure=measure, threshold=p.tol * scale,
-                  info=info)
+    return Result(status, n_epochs, coef=x, measure=measure,
+                  threshold=p.tol * scale if MEASURES[kind] == "grad_norm2" else
+                  threshold(primal - measure, p.tol, p0), info=info)
 
 
 _OBJECTIVE = """
@@ -111,9 +112,9 @@ _OBJECTIVE = """
 
     so the duality gap ``P(xs) - D(y) >= P(xs) - P*`` costs the n conjugates and O(d) on
     top of the snapshot. The solver stops (``stop_reason="converged"``) when it is
-    ``<= tol * P(0)``, with ``P(0)`` the objective at x = 0 (the weighted mean loss at zero
-    scores;
-    an absolute threshold, so a warm start near the optimum stops at once). With
+    ``<= tol * D(y)``, so ``(P(xs) - P*) / P* <= tol`` (or at the rounding floor, 64 ulps
+    of ``P(0)``, the objective at x = 0; the bound does not depend on the start, so a warm
+    start near the optimum stops at once). With
     ``lam = 0`` and ``l1 > 0`` the dual is first scaled into the domain of the L1 term's
     conjugate (``s y``, ``s = min(1, l1 / ||mu||_inf)``), still a certificate; with
     ``lam = l1 = 0`` there is no dual (gap = +inf) and the test is
@@ -160,7 +161,7 @@ _WEIGHTS = """
 
 _TAIL = """
     tol : float >= 0
-        Stop when the duality gap at the snapshot is ``<= tol * P(0)`` (see "Certificate"
+        Stop when the duality gap at the snapshot is ``<= tol * D`` (see "Certificate"
         above). ``tol = 0`` runs ``max_epochs`` epochs.
     max_epochs : int >= 0
         Epochs (snapshots); ending here warns (ConvergenceWarning) with the gap reached.
@@ -282,8 +283,9 @@ _PARAMS_KATYUSHA = dict(
     tau1=[None, Interval(Real, 0, 0.5, closed="right")],
     option=[None, Options(*OPTIONS)],
 )
-CERTIFICATE = ("duality gap P(xs) - D(phi'(X xs)) <= tol * P(0) at the snapshot xs (lam = 0, "
-               "l1 > 0: the rescaled-dual gap; lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
+CERTIFICATE = ("duality gap " + certified("P(xs) - D(phi'(X xs))", "D(phi'(X xs))", "P(0)")
+               + " at the snapshot xs (lam = 0, l1 > 0: the rescaled-dual gap, likewise; "
+               "lam = l1 = 0, no certificate: ||grad P||^2 <= tol ||grad P(0)||^2)")
 
 SVRG_SOLVER = register(Solver(
     name="svrg", family="primal_dual",

@@ -41,7 +41,7 @@ import scipy.sparse.linalg as spla
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from .spdc import ADAPT_PARAMS, DUAL_FREE, EUCLID, initial_point
 
@@ -361,7 +361,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
     status = _MAX_EPOCHS
     if not np.isfinite(p):
         status = _status.DIVERGED
-    elif gap_est <= target:
+    elif target(gap_est, p - gap_est):
         status = _status.CONVERGED
     stop = mon.step(0, (p, dual, gap, gap_est, nnz, Delta, theta))
     if stop and status == _MAX_EPOCHS:
@@ -387,7 +387,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
             p, dual, gap, gap_est, measure = _measures(prob, x, z, y, q, Delta)
             if not np.isfinite(p):
                 status = _status.DIVERGED
-            elif gap_est <= target:
+            elif target(gap_est, p - gap_est):
                 status = _status.CONVERGED
             stop = mon.step(t, (p, dual, gap, gap_est, nnz, Delta, theta))
             if stop and status == _MAX_EPOCHS:
@@ -450,8 +450,9 @@ def _engine(p, o, mon, *, method, adaptive):
         L, norm_method = spectral_norm(sp.diags(np.sqrt(c)) @ A)
         cached = False
     prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L, weight=c)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = p.tol * prob.p0 if p.tol > 0.0 else -np.inf
+    # the stopping test target(gap, P - gap): status.certifies, gap <= tol * (P - gap) or
+    # the rounding floor of P(0); tol = 0 runs the whole budget
+    target = functools.partial(_status.certifies, tol=p.tol, floor=_status.floor(prob.p0))
     adapt = None
     Delta0 = Delta
     mon.set_coef(x)
@@ -477,7 +478,9 @@ def _engine(p, o, mon, *, method, adaptive):
         info.update(n_increase=adapt.n_up, n_decrease=adapt.n_down)
     return Result(res["status"], res["n_epochs"], coef=x,
                   dual=res["y"] if c is None else c * res["y"],
-                  measure=res["gap_estimate"], threshold=p.tol * prob.p0, info=info,
+                  measure=res["gap_estimate"], info=info,
+                  threshold=threshold((mon.rows[-1][2] if mon.rows else prob.p0)
+                                      - res["gap_estimate"], p.tol, prob.p0),
                   extra={"margins": res["v"]} if res.get("v") is not None else {})
 
 
@@ -539,7 +542,7 @@ _COMMON_PARAMS_DOC = """
     smoothing : float > 0, optional
         Width of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)`` (see "Stopping and the dual" above;
+        Stop when the duality gap is ``<= tol * D`` (see "Stopping and the dual" above;
         ``stop_reason="converged"``). ``tol = 0`` runs the whole budget.
     max_epochs : int >= 0
         Iteration budget (one iteration, one full gradient, is one epoch and one
@@ -551,10 +554,12 @@ _STOP_DOC = """
     ``lam = 0`` and ``l1 > 0``, ``g*`` is the indicator of ``||w||_inf <= l1``: the reported
     dual is ``D(s v)`` at the feasible rescaling ``s = min(1, l1 / ||X^T v / n||_inf)`` (the
     Lasso dual-gap trick), again a certificate. With ``lam = l1 = 0`` the dual is ``-inf``
-    and ``gap = +inf``; the solver then stops on ``gap_estimate = n gb^2 / (2 Delta) <=
-    tol * P(0)``, where ``gb = ||X^T v||/n + (||X||_2/n) ||phi'(X x) - v||`` bounds
+    and ``gap = +inf``; the solver then stops on ``B = gap_estimate = n gb^2 / (2 Delta) <=
+    tol * (P(x) - B)``, where ``gb = ||X^T v||/n + (||X||_2/n) ||phi'(X x) - v||`` bounds
     ``||grad P(x)||``; this bounds ``P(x) - P*`` whenever ``Delta <= delta mu^2`` (it is an
-    estimate when ``Delta`` comes from the adaptation).
+    estimate when ``Delta`` comes from the adaptation). Every certificate stops the run
+    by the package's one rule (docs/api.md): ``gap <= tol * (P - gap)``, so the relative
+    suboptimality is at most tol, or the gap at the rounding floor (64 ulps of ``P(0)``).
 """
 
 _RETURNS_DOC = """
@@ -713,8 +718,9 @@ _FIXED = dict(
     theta=[Options("formula", "one"), Interval(Real, 0, 1, closed="both")],
 )
 _ADAPT = dict(_FIXED, **ADAPT_PARAMS)
-CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual "
-               "gap; lam = l1 = 0: the bound n gb^2 / (2 Delta) of the gradient norm gb)")
+CERTIFICATE = ("duality gap " + certified("P(x) - D(y)", "D(y)", "P(0)") + " (lam = 0, l1 > 0: "
+               "the rescaled-dual gap, likewise; lam = l1 = 0: the bound B = n gb^2 / "
+               "(2 Delta) on P - P* from the gradient norm gb, B <= tol * (P(x) - B))")
 _HINT = ("lower step_scale or delta_hat (the steps assume that much strong convexity "
          "from the data)")
 

@@ -18,7 +18,7 @@ import inspect
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Integral, Interval, Options, Real
 from ..model import Model, warm_start_coef
 from . import _spdc
@@ -98,7 +98,8 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
     if adaptive:
         info.update(n_adapt_up=n_up, n_adapt_down=n_down)
     return Result(status, n_epochs, coef=x, dual=ydual, measure=measure,
-                  threshold=p.tol * scale, info=info,
+                  threshold=p.tol * scale if MEASURES[kind] == "grad_norm2" else
+                  threshold(primal - measure, p.tol, scale), info=info,
                   extra={"margins": v} if v is not None else {})
 
 
@@ -201,11 +202,11 @@ _PARAMS = """
         ``(n lam + Delta)/m`` under the square roots and n by n/m in theta_y (equal to the
         m = 1 formulas at m = 1). An epoch is ``ceil(n/m)`` steps.
     tol : float >= 0
-        Stop when the measure (below) is ``<= tol * scale`` at an evaluation
-        (``stop_reason="converged"``): the duality gap ``P - D`` relative to ``P(0)`` when
-        ``lam > 0`` (a certificate: ``P(x) - P* <= gap``); when ``lam = 0`` and ``l1 > 0``
-        the gap with the dual rescaled into the domain of ``g*`` (``y * min(1,
-        l1/||A^T y/n||_inf)``), also relative to ``P(0)`` and also a bound on ``P - P*``;
+        Stop when the measure (below) is small enough at an evaluation
+        (``stop_reason="converged"``): the duality gap ``P - D <= tol * D`` when ``lam > 0``
+        (a certificate: ``(P(x) - P*) / P* <= tol``; or the gap at the rounding floor, 64
+        ulps of ``P(0)``); when ``lam = 0`` and ``l1 > 0`` the gap with the dual rescaled
+        into the domain of ``g*`` (``y * min(1, l1/||A^T y/n||_inf)``), the same way;
         with no regulariser at all (g* is the indicator of {0}, the gap is always infinite)
         the squared gradient norm ``||A^T phi'(Ax)/n||^2`` relative to its value at x = 0
         (a test, not a certificate). ``tol = 0`` runs the whole budget.
@@ -398,8 +399,9 @@ ADAPT_PARAMS = dict(
 )
 _ADAPT_PARAMS = dict(_COMMON_PARAMS, **ADAPT_PARAMS)
 _ADAPT_PARAMS["rule"] = [Options(*RULES)]
-CERTIFICATE = ("duality gap P(x) - D(y) <= tol * P(0) (lam = 0, l1 > 0: the rescaled-dual gap; "
-               "lam = l1 = 0: ||grad P||^2 <= tol ||grad P(0)||^2)")
+CERTIFICATE = ("duality gap " + certified("P(x) - D(y)", "D(y)", "P(0)") + " (lam = 0, l1 > 0: "
+               "the rescaled-dual gap, likewise; lam = l1 = 0, no certificate: "
+               "||grad P||^2 <= tol ||grad P(0)||^2)")
 _HINT = ("lower delta_hat: the steps assume that much strong convexity from the data "
          "(delta * lambda_min(X^T X))")
 

@@ -35,8 +35,9 @@ The exact duality gap ``P(W) - D(a)`` is computed from fresh scores with compens
 before a gap can certify, ``w`` is recomputed from ``alpha``. ``alpha`` may hold a feasible
 warm start (``w`` is computed from it).
 
-Status (``dualsolve._core.status``): STATUS_CONVERGED when ``gap <= tol * P(0)`` (``P(0) =
-(1/n) sum_i c_i``; tol = 0 runs the whole budget), STATUS_MAX_EPOCHS, STATUS_NO_MEMORY
+Status (``dualsolve._core.status``): STATUS_CONVERGED when ``gap <= tol * D`` (status.pxd's
+gap_certifies; or 64 ulps of ``P(0) = (1/n) sum_i c_i``; tol = 0 runs the whole budget),
+STATUS_MAX_EPOCHS, STATUS_NO_MEMORY
 when a work buffer cannot be allocated (nothing else is touched then), or what the hook
 returned. The hook gets CS_HOOK_VALUES values after the start (epoch 0) and every epoch:
 primal, dual, gap (NaN for an epoch without an exact check), gap_estimate (the mean of the
@@ -71,7 +72,7 @@ ctypedef struct CsProblem:
 
 
 ctypedef struct CsOptions:
-    double tol                # stop when gap <= tol * P(0)
+    double tol                # stop when gap <= tol * D (status.pxd's gap_certifies)
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): when the gap seen
                               # during the pass predicts tol, or when the passes since the
@@ -88,7 +89,7 @@ ctypedef struct CsResult:
     double primal
     double dual
     double gap
-    double p0                 # P(0) = (1/n) sum_i c_i, the scale of the relative tolerance
+    double p0                 # P(0) = (1/n) sum_i c_i, the scale of the rounding floor
 
 
 cdef CsOptions cs_default_options() noexcept nogil

@@ -32,11 +32,12 @@ import numpy as np
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
-                                     report_epoch)
+                                     report_epoch, gap_certifies, gap_floor)
 from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
-from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
+from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
+                                      schedule_target)
 
 
 cdef CsOptions cs_default_options() noexcept nogil:
@@ -351,9 +352,10 @@ cdef void _free_work(_Work* S) noexcept nogil:
 cdef int cs_run(const floating* data, const index_t* indices, const index_t* indptr,
                 CsProblem* P, const CsOptions* opt, CsResult* res,
                 epoch_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``gap <= tol * P(0)`` (tol > 0) or ``max_epochs``; returns ``res.status``."""
+    """Solve to ``gap_certifies`` (status.pxd: gap <= tol * D, or the rounding floor of
+    P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, m, epoch, n = P.n, k = P.k, nn = P.n if P.n > 0 else 1
-    cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, estimate
+    cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, floor, estimate
     cdef double predicted = NAN, check_cost = 0.0, c
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
@@ -394,8 +396,8 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     S.viol_old = INFINITY
     rng_seed(&S.rng, opt.seed)
     schedule_init(&sched, opt.check_every, check_cost)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(p0)
     res.p0 = p0
     res.status = STATUS_MAX_EPOCHS
 
@@ -406,8 +408,9 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         _resync(data, indices, indptr, P)
         _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
     epoch = 0
-    if gap <= target:
+    if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
+    target = schedule_target(primal, dual, opt.tol, floor)
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>n
@@ -429,13 +432,14 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             if certify:
                 _resync(data, indices, indptr, P)
             _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
-            if gap <= target and not certify:
+            if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
                 _resync(data, indices, indptr, P)
                 _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
-            if certify and gap <= target:
+            if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            target = schedule_target(primal, dual, opt.tol, floor)
         if hook != NULL:
             values[0] = primal if checked else NAN
             values[1] = dual if checked else NAN

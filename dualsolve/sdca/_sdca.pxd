@@ -23,7 +23,8 @@ Minimal use (see tests/test_embed.py for a complete extension)::
         sdca_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
 
 The status (``res.status``) and the hook are the package's one pair
-(``dualsolve._core.status``): STATUS_CONVERGED when the duality gap is <= tol * P(0), with
+(``dualsolve._core.status``): STATUS_CONVERGED when gap_certifies (gap <= tol * D, or 64
+ulps of P(0)), with
 w recomputed from alpha (tol = 0 never converges: it runs the budget), STATUS_MAX_EPOCHS,
 or what the hook returned. The hook gets 5 values per epoch: primal, dual, gap (NaN for an
 epoch without an exact check), gap_estimate (the gap seen during the pass; NaN at epoch 0
@@ -79,7 +80,7 @@ ctypedef struct SdcaProblem:
 
 
 ctypedef struct SdcaOptions:
-    double tol                # stop when gap <= tol * P(0)
+    double tol                # stop when gap <= tol * D (status.pxd's gap_certifies)
     Py_ssize_t max_epochs
     Py_ssize_t check_every    # k >= 1: exact gap every k epochs; 0 (auto): when the gap seen
                               # during the pass predicts tol, or when the passes since the
@@ -95,7 +96,7 @@ ctypedef struct SdcaResult:
     double primal
     double dual
     double gap
-    double p0                 # P(0), the scale of the relative tolerance
+    double p0                 # P(0), the scale of the rounding floor
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil

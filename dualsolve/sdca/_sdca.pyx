@@ -11,7 +11,8 @@ exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); r
 a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
 epoch one pass over all rows recomputes every score from scratch and gives the exact duality
 gap; it also re-activates shrunk rows that have become violators, so no unshrink-and-retry
-pass is needed. When the gap reaches tol * P(0), w is recomputed from alpha (removing
+pass is needed. When the gap certifies (status.pxd's gap_certifies: gap <= tol * D), w is
+recomputed from alpha (removing
 incremental rounding drift) and the gap re-checked before stopping: the final gap is a
 certificate.
 """
@@ -23,7 +24,8 @@ import numpy as np
 
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
-from dualsolve._core.status cimport STATUS_CONVERGED, STATUS_MAX_EPOCHS, report_epoch
+from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, report_epoch,
+                                     gap_certifies, gap_floor)
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
@@ -32,7 +34,8 @@ from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_S
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
-from dualsolve.sdca.schedule cimport CheckSchedule, schedule_init, schedule_check_now
+from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
+                                      schedule_target)
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
@@ -321,9 +324,10 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
-    """Solve to ``gap <= tol * P(0)`` (tol > 0) or ``max_epochs``; returns ``res.status``."""
+    """Solve to ``gap_certifies`` (status.pxd: gap <= tol * D, or the rounding floor of
+    P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
-    cdef double primal, dual, gap, p0 = 0.0, target, estimate, predicted = NAN
+    cdef double primal, dual, gap, p0 = 0.0, target, floor, estimate, predicted = NAN
     # work model (deterministic: the schedule must not depend on timing, since with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
     cdef CheckSchedule sched
@@ -348,8 +352,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     P.pg_min_old = -INFINITY
     P.shrunk_gap = 0.0
     rng_seed(&P.rng, opt.seed)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = opt.tol * p0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(p0)
     res.p0 = p0
     res.status = STATUS_MAX_EPOCHS
 
@@ -359,8 +363,9 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         _resync(data, indices, indptr, P)
         _check(data, indices, indptr, P, &primal, &dual, &gap)
     epoch = 0
-    if gap <= target:
+    if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
+    target = schedule_target(primal, dual, opt.tol, floor)
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>P.n_active
@@ -377,13 +382,14 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             if certify:
                 _resync(data, indices, indptr, P)
             _check(data, indices, indptr, P, &primal, &dual, &gap)
-            if gap <= target and not certify:
+            if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
                 _resync(data, indices, indptr, P)
                 _check(data, indices, indptr, P, &primal, &dual, &gap)
-            if certify and gap <= target:
+            if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            target = schedule_target(primal, dual, opt.tol, floor)
         if hook != NULL:
             values[0] = primal if checked else NAN
             values[1] = dual if checked else NAN

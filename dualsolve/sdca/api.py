@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from ..model import Model, warm_start_dual
 from . import _crammer_singer, _sdca
@@ -32,8 +32,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
     with liblinear's loop: precomputed squared row norms, ``w`` kept incrementally, a random
     permutation of the rows each epoch and shrinking of rows stuck at a bound. Each epoch ends
     with the exact duality gap ``P(w) - D(a)`` (scores recomputed from scratch); the solver
-    stops when it is ``<= tol * P(0)``, after recomputing ``w`` from ``a``, so the returned gap
-    is a certificate: ``P(w) - P* <= gap``.
+    stops when it is ``<= tol * D(a)`` (or at the rounding floor, 64 ulps of ``P(0)``), after
+    recomputing ``w`` from ``a``, so the returned gap is a certificate: ``P(w) - P* <= gap``
+    and ``(P(w) - P*) / P* <= tol``.
 
     Losses, with margin ``m = y x.w`` and ``y`` in {-1, +1}:
 
@@ -85,8 +86,10 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         Width of the insensitive zone of ``"epsilon_insensitive"`` and
         ``"squared_epsilon_insensitive"`` (those losses only); default 0.1.
     tol : float >= 0
-        Stop when the duality gap is ``<= tol * P(0)`` (``stop_reason="converged"``: the gap
-        certifies ``P(w) - P* <= tol * P(0)``). ``tol=0`` runs the whole budget.
+        Stop when the duality gap is ``<= tol * D(a)`` (``stop_reason="converged"``: the gap
+        certifies ``(P(w) - P*) / P* <= tol``, the relative suboptimality), or when it is at
+        the rounding floor, 64 ulps of ``P(0)`` (a problem whose optimum is 0).
+        ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
         One epoch is one pass over the rows; ending here warns (ConvergenceWarning) with
         the gap reached.
@@ -140,8 +143,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
     over one row's k variables exactly (a sort, O(k log k)) and updates W in O(k nnz(x_i));
     rows in a random permutation each epoch (or ``sampling="uniform"``). The exact gap
     ``P(W) - D(a)`` (fresh scores, compensated sums, W recomputed from ``a`` before it
-    certifies) stops the solve at ``<= tol * P(0)``, ``P(0) = (1/n) sum_i c_i`` (1 without
-    weights); ``check_every`` as above. ``sample_weight`` / ``class_weight`` give ``c_i``,
+    certifies) stops the solve at ``<= tol * D(a)`` (or at 64 ulps of ``P(0) = (1/n) sum_i
+    c_i``, 1 without weights); ``check_every`` as above. ``sample_weight`` /
+    ``class_weight`` give ``c_i``,
     which scales row i's loss and bounds its dual box (liblinear's ``-wi`` per class);
     ``fit_intercept`` appends the constant feature (``intercept`` (k,)); ``shrinking`` does
     not apply (every row is visited every epoch). The model: ``coef`` (k, n_features),
@@ -181,7 +185,8 @@ def _engine(p, o, mon):
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
-                  dual=alpha, measure=gap, threshold=p.tol * p0, info=dict(p0=p0))
+                  dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
+                  info=dict(p0=p0))
 
 
 def _free_intercept_engine(p, o, mon):
@@ -192,10 +197,11 @@ def _free_intercept_engine(p, o, mon):
     alpha = initial_dual(p.warm_start, p.y, p.loss, p.loss_param, p.n, p.weight)
     w = np.zeros(p.d)
     mon.set_coef(w)
-    status, n_epochs, b, gap, p0, rounds = solve_free_intercept(
+    status, n_epochs, b, gap, lower, p0, rounds = solve_free_intercept(
         p, o, mon, _sdca.solve, alpha, w, SAMPLING[o["sampling"]])
     return Result(status, n_epochs, coef=w, intercept=b, dual=alpha, measure=gap,
-                  threshold=p.tol * p0, info=dict(p0=p0, intercept_rounds=rounds))
+                  threshold=threshold(lower, p.tol, p0),
+                  info=dict(p0=p0, intercept_rounds=rounds))
 
 
 def initial_dual(warm_start, y, loss, param, n, weight=None):
@@ -238,9 +244,9 @@ def _crammer_singer_engine(p, o, mon):
     if k == 2:      # the binary model of the same predictions (see the docstring)
         return Result(status, n_epochs, coef=coef[1] - coef[0],
                       intercept=float(intercept[1] - intercept[0]), dual=2.0 * alpha[:, 1],
-                      measure=gap, threshold=p.tol * p0, info=info)
+                      measure=gap, threshold=threshold(dual, p.tol, p0), info=info)
     return Result(status, n_epochs, coef=coef, intercept=intercept, dual=alpha, measure=gap,
-                  threshold=p.tol * p0, info=info)
+                  threshold=threshold(dual, p.tol, p0), info=info)
 
 
 def crammer_singer_dual(warm_start, codes, classes, weight, n):
@@ -302,5 +308,5 @@ SDCA = register(Solver(
                 multi_class=[Options(*MULTI_CLASS)]),
     weights=True,
     history=("gap_estimate", "n_active"),
-    certificate="duality gap P(w) - D(a) <= tol * P(0)",
+    certificate="duality gap " + certified("P(w) - D(a)", "D(a)", "P(0)"),
     engine=_engine, unevaluated_nan=True))

@@ -13,7 +13,9 @@ its dual is SDCA's with the constraint ``sum_i a_i = 0``. The solver alternates:
 3. the certificate: at that ``b`` the dual point ``a_i = -c_i phi'(z_i + b)`` sums to 0
    (the intercept's optimality condition; the rounding residue is spread over the
    coordinates with room), so ``D(a)`` is a lower bound on the joint optimum and
-   ``P(w, b) - D(a)`` bounds ``P(w, b) - P*``. The run stops when it is ``<= tol P(0)``.
+   ``P(w, b) - D(a)`` bounds ``P(w, b) - P*``. The run stops when it is ``<= tol D(a)``
+   (so ``(P - P*) / P* <= tol``), or at the rounding floor of ``P(0)`` (the one rule,
+   ``dualsolve._core.status.certifies``).
 
 Only the smooth losses have a dual point ``-phi'`` to certify with: logistic, squared
 hinge, smoothed hinge, squared and squared epsilon-insensitive. History rows are the
@@ -113,16 +115,17 @@ def solve_free_intercept(p, o, mon, solve, alpha, w, sampling):
     """Find the intercept b where F'(b) = 0, F(b) = min_w P(w, b) (convex in b), with
     F'(b) = -(1/n) sum_i a_i(b) read off each fixed-b SDCA solve (the envelope theorem):
     secant steps kept inside a bracket, the solves warm-started and tightened as the joint
-    certificate falls. Returns (status, n_epochs, b, gap, p0, rounds)."""
+    certificate falls. Returns (status, n_epochs, b, gap, lower, p0, rounds), ``lower`` the
+    last certified lower bound D(a) on P* (NaN before the first)."""
     X = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape)
     c = np.ones(p.n) if p.weight is None else p.weight
     p0 = float(np.sum(c * _losses.value(p.loss, np.zeros(p.n), p.y, p.loss_param))) / p.n
-    target = p.tol * p0 if p.tol > 0 else -np.inf
+    floor = _status.floor(p0)               # the rounding floor of the stopping rule
     warm = getattr(p.warm_start, "intercept", None)
     b = float(warm) if warm is not None and np.ndim(warm) == 0 else \
         best_intercept(np.zeros(p.n), p.y, p.loss, p.loss_param, p.weight)
     check = 0 if o["check_every"] == "auto" else o["check_every"]
-    epochs, inner, gap, rounds, best = 0, 1e-3, np.inf, 0, b
+    epochs, inner, gap, lower, rounds, best = 0, 1e-3, np.inf, np.nan, 0, b
     points = []                             # (b, n F'(b), the tolerance it was read at)
     status = _status.MAX_EPOCHS
     while True:
@@ -142,7 +145,8 @@ def solve_free_intercept(p, o, mon, solve, alpha, w, sampling):
         if mon.rows:                        # the round's last row holds the joint values
             row = mon.rows[-1]
             mon.rows[-1] = row[:2] + (primal, dual, gap) + row[5:]
-        if gap <= target:
+        lower = primal - gap
+        if _status.certifies(gap, lower, p.tol, floor):
             status = _status.CONVERGED
             break
         if epochs >= p.max_epochs or (ran == 0 and inner <= 1e-16):
@@ -150,9 +154,11 @@ def solve_free_intercept(p, o, mon, solve, alpha, w, sampling):
             break
         points.append((b, -float(np.sum(alpha)), inner))
         # a round that ran no epoch had met its tolerance already: tighten it
-        inner = max(1e-16, min(inner / 10.0 if ran == 0 else inner, 1e-3 * gap / p0))
+        # (the inner tol is relative to the inner optimum, close to the joint one)
+        inner = max(1e-16, min(inner / 10.0 if ran == 0 else inner,
+                               1e-3 * gap / (lower if lower > 0 else p0)))
         b = _next_intercept(points, best, inner)
-    return status, epochs, best, gap, p0, rounds
+    return status, epochs, best, gap, lower, p0, rounds
 
 
 def _next_intercept(points, best, inner):

@@ -11,6 +11,8 @@ depends only on counts, never on clocks, so a seed determines the iterates.
 """
 from libc.math cimport NAN
 
+from dualsolve._core.status cimport gap_target
+
 
 ctypedef struct CheckSchedule:
     Py_ssize_t every          # k >= 1, or 0 for auto
@@ -47,3 +49,12 @@ cdef inline bint schedule_check_now(CheckSchedule* S, Py_ssize_t epoch, Py_ssize
     if check:
         S.since = 0.0
     return check
+
+
+cdef inline double schedule_target(double primal, double dual, double tol,
+                                   double floor) noexcept nogil:
+    """The gap a check aims at, from the last exact check: ``gap_target`` of its lower bound
+    D (status.pxd's rule), or of its primal while D is not yet positive (at a cold start
+    D = 0: aim at tol * P(0), which a later check tightens). Only when to check depends on
+    it; whether a check certifies is ``gap_certifies`` alone."""
+    return gap_target(dual if dual > 0.0 else primal, tol, floor)

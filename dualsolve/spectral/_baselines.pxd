@@ -44,7 +44,7 @@ lambda stands for the past). The certificate G(w_k, lambda) >= F(w_k) - F* at th
 average costs a second pass (X^T (lambda * phi'(X w_k))), so it is checked every 8 epochs,
 at the last one, and whenever its first term R(l) - lambda^T l (O(n)) is at most the target,
 i.e. when it can succeed (NaN dual and gap in between); the run converges when
-G <= tol * F(0). The hook
+G <= tol * (F - G) (status.pxd's gap_certifies). The hook
 gets BASELINE_HOOK_VALUES values: primal, dual = F - G, gap G, passes (per-row gradients
 / n: Prospect k + 1 after its table build, 0 at epoch 0; SGD k floor(n/b) b / n); it is
 polled (epoch = -1) during an epoch every 4096 steps (Prospect) or batches (SGD), and a
@@ -68,7 +68,7 @@ ctypedef struct BaselineOptions:
     double step                # step size (> 0; SGD: step lam < 1)
     Py_ssize_t steps           # steps (Prospect, <= n) or batches (SGD, <= floor(n/b)) per epoch
     Py_ssize_t max_epochs
-    double tol                 # stop when G <= tol * F(0) (tol = 0: run max_epochs)
+    double tol                 # stop when G <= tol * (F - G) (tol = 0: run max_epochs)
     unsigned long long seed
 
 
@@ -132,7 +132,7 @@ cdef void prospect_reposition(ProspectProblem* P, Py_ssize_t i, double v) noexce
 # dual[i] = sigma[pos[i]] (the current vertex of the permutahedron).
 cdef void prospect_lambda(const ProspectProblem* P, double* dual) noexcept nogil
 
-# prospect_start, then epochs to G <= tol F(0), max_epochs or a stop from the hook (module
+# prospect_start, then epochs to G <= tol (F - G), max_epochs or a stop from the hook (module
 # docstring). Q: a SorelProblem over the same data for the checks (sorel_problem_init with
 # b = T = 1; Q.w == P.w; Q.dual: the given lambda when Q.dual_given, the running average on
 # return). Returns res.status.
@@ -182,7 +182,7 @@ cdef int sgd_epoch(const floating* data, const index_t* indices, const index_t* 
                    SgdProblem* P, double step, Py_ssize_t T, epoch_hook hook,
                    void* ctx) noexcept nogil
 
-# Epochs to G <= tol F(0), max_epochs or a stop from the hook (Q as for prospect_run).
+# Epochs to G <= tol (F - G), max_epochs or a stop from the hook (Q as for prospect_run).
 cdef int sgd_run(const floating* data, const index_t* indices, const index_t* indptr,
                  SgdProblem* P, SorelProblem* Q, const BaselineOptions* opt, SorelResult* res,
                  epoch_hook hook, void* ctx) noexcept nogil

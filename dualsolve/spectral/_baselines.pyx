@@ -17,7 +17,7 @@ from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift
 from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook, report_epoch)
+                                     epoch_hook, report_epoch, gap_certifies, gap_floor)
 from dualsolve.spectral._sorel cimport (SorelProblem, SorelResult, sorel_work_sizes,
                                         sorel_problem_init, sorel_objective, sorel_anchor,
                                         sorel_gap, sorel_risk_gap, sorel_risk_at_zero)
@@ -311,13 +311,13 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
               SorelResult* res, epoch_hook hook, void* ctx) noexcept nogil:
     """The epochs of Prospect (PP) or SGD (PS, the other NULL) to a certificate."""
     cdef Py_ssize_t n = Q.n, d = Q.d, k = 0, i, j
-    cdef double F = NAN, gap = NAN, target, beta, passes
+    cdef double F = NAN, gap = NAN, floor, beta, passes, rg = NAN
     cdef double values[BASELINE_HOOK_VALUES]
     cdef int stop = 0
     res.status = STATUS_MAX_EPOCHS
     res.f0 = sorel_risk_at_zero(Q)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = opt.tol * res.f0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(res.f0)
     if Q.dual_given:                                   # the given lambda, in Pi_sigma
         memcpy(Q.z, Q.dual, n * sizeof(double))
         project_permutahedron(Q.z, Q.sigma, Q.dual, n, Q.perm, Q.iw, Q.pdw, False)
@@ -342,15 +342,19 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
                 i = Q.lperm[j]
                 Q.dual[i] += beta * (Q.sigma[j] - Q.dual[i])
         # the check costs a pass over X: every CHECK_EVERY epochs, at the last one, and
-        # whenever it can succeed (its first term, O(n), is a lower bound)
+        # whenever it can succeed (its first term rg, O(n), is a lower bound: G <= tol (F - G)
+        # needs rg <= tol (F - rg))
         gap = NAN
+        if k % CHECK_EVERY != 0 and k < opt.max_epochs:
+            rg = sorel_risk_gap(Q)
         if (k % CHECK_EVERY == 0 or k >= opt.max_epochs
-                or sorel_risk_gap(Q) <= target):
+                or gap_certifies(rg, F - rg, opt.tol, floor)):
             sorel_anchor(data, indices, indptr, Q)
             gap = sorel_gap(Q, Q.gbar)
         values[0], values[1], values[2], values[3] = F, F - gap, gap, passes
         res.status = report_epoch(hook, ctx, k, values,
-                                  STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS)
+                                  STATUS_CONVERGED if gap_certifies(gap, F - gap, opt.tol, floor)
+                                  else STATUS_MAX_EPOCHS)
         if res.status != STATUS_MAX_EPOCHS or k >= opt.max_epochs:
             break
         if opt.steps > POLL_MASK:                      # the epoch polls the hook: keep w_k

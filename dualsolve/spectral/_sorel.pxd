@@ -50,7 +50,8 @@ At w_k the engine takes lambda_{k+1} (LSVRG: the vertex at w_k), whose gradient 
 gbar + lam w_k: the certificate costs O(n + d) beyond the anchor's pass. At epoch 0 of a
 warm start (``dual_given``) G(w_0, lambda_0) is computed too (one more pass) and the
 smaller gap reported. The run converges
-when G <= tol * F(0), F(0) = R_sigma(phi(0; y)); on return ``P.dual`` holds the lambda of
+when G <= tol * (F - G) (status.pxd's gap_certifies; or 64 ulps of F(0) = R_sigma(phi(0;
+y))); on return ``P.dual`` holds the lambda of
 the last reported G (G(w, P.dual) = res.gap).
 
 Hook (``dualsolve._core.status``): SOREL_HOOK_VALUES values per epoch k = 0, 1, ...:
@@ -107,7 +108,7 @@ ctypedef struct SorelOptions:
     Py_ssize_t steps           # batches per epoch, T (<= 0: n for SOREL_UNIFORM, floor(n/b)
                                # otherwise; a longer epoch reshuffles when a pass is used up)
     Py_ssize_t max_epochs
-    double tol                 # stop when G <= tol * F(0) (tol = 0: run max_epochs)
+    double tol                 # stop when G <= tol * (F - G) (tol = 0: run max_epochs)
     unsigned long long seed
     bint no_dual_prox          # LSVRG / the ablation: lambda_{k+1} = sigma[rank(l(w_k))]
     bint guard                 # the dual-step guard (ignored with no_dual_prox)
@@ -119,7 +120,7 @@ ctypedef struct SorelResult:
     double primal              # F(w) at the returned w
     double dual                # the certified lower bound F(w) - G
     double gap                 # G(w, P.dual)
-    double f0                  # F(0), the scale of tol
+    double f0                  # F(0), the scale of the rounding floor
 
 
 ctypedef struct SorelProblem:
@@ -194,10 +195,10 @@ cdef double sorel_risk_gap(SorelProblem* P) noexcept nogil
 # and P.lperm (the sorted losses at w, as sorel_objective leaves them). O(n + d).
 cdef double sorel_gap(SorelProblem* P, const double* u) noexcept nogil
 
-# F(0) = R_sigma(phi(0; y)), the scale of tol (uses P.z and P.lperm as work).
+# F(0) = R_sigma(phi(0; y)), the rounding floor's scale (uses P.z and P.lperm as work).
 cdef double sorel_risk_at_zero(SorelProblem* P) noexcept nogil
 
-# Run to G <= tol F(0) or max_epochs (or what the hook returns); returns res.status.
+# Run to G <= tol (F - G) or max_epochs (or what the hook returns); returns res.status.
 cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
                    SorelProblem* P, const SorelOptions* opt, SorelResult* res,
                    epoch_hook hook, void* ctx) noexcept nogil

@@ -30,7 +30,7 @@ from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook, report_epoch)
+                                     epoch_hook, report_epoch, gap_certifies, gap_floor)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
@@ -255,13 +255,14 @@ cdef double sorel_gap(SorelProblem* P, const double* u) noexcept nogil:
 cdef int sorel_run(const floating* data, const index_t* indices, const index_t* indptr,
                    SorelProblem* P, const SorelOptions* opt, SorelResult* res,
                    epoch_hook hook, void* ctx) noexcept nogil:
-    """Epochs until G <= tol F(0), max_epochs or a stop from the hook (module docstring)."""
+    """Epochs until gap_certifies (status.pxd: G <= tol (F - G), or the rounding floor of
+    F(0)), max_epochs or a stop from the hook (module docstring)."""
     cdef Py_ssize_t n = P.n, d = P.d, b = opt.batch_size
     cdef Py_ssize_t T = sorel_epoch_steps(opt, n)
     cdef Py_ssize_t i, j, k, r, q, t, pos
     cdef index_t a0, a1
     cdef double F, theta, eta, inv_tau, al = opt.step, lam = P.lam, sc, c1, c2, a, log_a
-    cdef double m, coef, g, scale = <double>n / <double>b, target, gap = NAN, gap0 = INFINITY
+    cdef double m, coef, g, scale = <double>n / <double>b, floor, gap = NAN, gap0 = INFINITY
     cdef double per_epoch = 1.0 + <double>T * <double>b / <double>n
     cdef double values[SOREL_HOOK_VALUES]
     cdef DriftJIT st
@@ -279,8 +280,8 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     for i in range(n):
         P.order[i] = i
     res.f0 = sorel_risk_at_zero(P)
-    # tol = 0 runs the whole budget: a gap that rounds to <= 0 certifies nothing
-    target = opt.tol * res.f0 if opt.tol > 0.0 else -INFINITY
+    # tol = 0 runs the whole budget (gap_certifies never holds for it)
+    floor = gap_floor(res.f0)
     F = sorel_objective(data, indices, indptr, P, False)
     if P.dual_given:                                      # lambda_0: the given lambda ...
         memcpy(P.z, P.dual, n * sizeof(double))
@@ -328,7 +329,8 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         values[0], values[1], values[2] = F, F - gap, gap
         values[3], values[4] = k * per_epoch, eta
         res.status = report_epoch(hook, ctx, k, values,
-                                  STATUS_CONVERGED if gap <= target else STATUS_MAX_EPOCHS)
+                                  STATUS_CONVERGED if gap_certifies(gap, F - gap, opt.tol, floor)
+                                  else STATUS_MAX_EPOCHS)
         if res.status != STATUS_MAX_EPOCHS or k >= opt.max_epochs:
             break
         # T steps on the subproblem around the anchor w_k

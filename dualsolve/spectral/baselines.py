@@ -15,10 +15,10 @@ import textwrap
 
 import numpy as np
 
-from .._driver import Result, fit
+from .._driver import Result, fit, threshold
 from .._params import Integral, Interval
 from . import _baselines, _sorel
-from .sorel import (COMMON_DOC, FORMS, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
+from .sorel import (COMMON_DOC, FORMS, GAP_RULE, SAMPLING, SPECTRUM_PARAMS, STEP_PARAMS, TAIL_DOC,
                     batches, describe, smoothness, sorel_step, spectrum_setup, spread_step,
                     start)
 from .spectra import spectrum as named_spectrum
@@ -128,7 +128,8 @@ def _lsvrg_engine(p, o, mon, trace=None):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
                             steps_per_epoch=T),
                   extra=dict(sigma=sigma))
@@ -136,7 +137,7 @@ def _lsvrg_engine(p, o, mon, trace=None):
 
 LSVRG = describe(
     train_lsvrg,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the checkpoint's "
+    certificate=(GAP_RULE + ", lambda the checkpoint's "
                  "vertex (rarely reached when losses tie at the optimum)"),
     summary="LSVRG for spectral risks without smoothing (Mehta et al. 2023)",
     params=dict(SPECTRUM_PARAMS, **STEP_PARAMS),
@@ -215,7 +216,8 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace,
         order_trace=order_trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name,
                             mean_displacement=shifts / max(1, n_epochs * p.n)),
                   extra=dict(sigma=sigma))
@@ -223,7 +225,7 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
 
 PROSPECT = describe(
     train_prospect,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+    certificate=(GAP_RULE + ", lambda the average of the "
                  "vertices (rarely reached when losses tie at the optimum)"),
     summary="Prospect for spectral risks without smoothing (Mehta et al. 2024)",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"]),
@@ -321,14 +323,15 @@ def _sgd_engine(p, o, mon, trace=None):
     status, n_epochs, primal, dual_value, gap, f0 = _baselines.solve_sgd(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, sigma_b,
         p.lam, w, dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name, batch_size=b),
                   extra=dict(sigma=sigma, sigma_batch=sigma_b))
 
 
 SPECTRAL_SGD = describe(
     train_spectral_sgd,
-    certificate=("spectral duality gap G(w, lambda) <= tol * F(0), lambda the average of the "
+    certificate=(GAP_RULE + ", lambda the average of the "
                  "vertices (rarely reached: SGD stalls at a bias floor)"),
     summary="mini-batch stochastic subgradient descent on the spectral risk",
     params=dict(SPECTRUM_PARAMS, step=STEP_PARAMS["step"],

@@ -12,7 +12,7 @@ import inspect
 import numpy as np
 
 from .._core import losses as _losses
-from .._driver import Result, Solver, fit, register
+from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Anything, Boolean, Integral, Interval, Options, Real
 from .._validation import check_csr, check_labels, check_regularization
 from ..model import Model, warm_start_coef, warm_start_dual
@@ -31,9 +31,11 @@ SPECTRUM_PARAMS = dict(
     spectrum_param=[None, Interval(Real, None, None)],
 )
 
-#: what stop_reason == "converged" certifies: F(w) - F* <= G(w, lambda) <= tol F(0) (the
-#: baselines say which lambda, and that they rarely get there)
-CERTIFICATE = "spectral duality gap G(w, lambda) <= tol * F(0), lambda SOREL's dual iterate"
+#: what stop_reason == "converged" certifies: F(w) - F* <= G(w, lambda) <= tol (F(w) - G)
+#: <= tol F*, the spectral gap relative to its lower bound F(w) - G on F* (the baselines say
+#: which lambda, and that they rarely get there)
+GAP_RULE = "spectral duality gap " + certified("G(w, lambda)", "(F(w) - G)", "F(0)", "F")
+CERTIFICATE = GAP_RULE + ", lambda SOREL's dual iterate"
 
 # The parameters every spectral-risk trainer shares (train_sorel and the baselines).
 COMMON_DOC = """    X : sparse matrix/array (n, n_features)
@@ -55,8 +57,9 @@ COMMON_DOC = """    X : sparse matrix/array (n, n_features)
 
 #: the certificate, the common tail of the parameters (tol ... warm_start)
 TAIL_DOC = """    tol : float >= 0
-        Stop when the certified duality gap ``G(w, lambda) <= tol * F(0)`` (so that
-        ``F(w) - F* <= tol * F(0)``; ``F(0) = R_sigma(loss(0; y))``, in ``params["f0"]``).
+        Stop when the certified duality gap ``G(w, lambda) <= tol * (F(w) - G)`` (so that
+        ``(F(w) - F*) / F* <= tol``: ``F(w) - G`` is a lower bound on F*), or when G is at the
+        rounding floor, 64 ulps of ``F(0) = R_sigma(loss(0; y))`` (in ``params["f0"]``).
         ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
         Ending here warns (ConvergenceWarning) with the gap reached.
@@ -247,7 +250,7 @@ def train_sorel(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=
     of the inner problem), taken at w_k with lambda_{k+1}, whose gradient term is the anchor's
     (so it costs O(n + n_features) per epoch; at epoch 0 of a warm start also with the given
     lambda). ``history["dual"]`` is ``F(w) - G``, a lower bound on the optimum; the run
-    converges when ``G <= tol * F(0)``.
+    converges when ``G <= tol * (F(w) - G)`` (or G at the rounding floor of F(0)).
 
     Parameters
     ----------
@@ -328,7 +331,8 @@ def _sorel_engine(p, o, mon, trace=None):
         o["dual_step_max"] or 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, not o["dual_prox"], o["dual_step_guard"], mon,
         trace=trace)
-    return Result(status, n_epochs, coef=w, dual=dual, measure=gap, threshold=p.tol * f0,
+    return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
+                  threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,
                             steps_per_epoch=T),
                   extra=dict(sigma=sigma))
