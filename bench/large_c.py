@@ -25,15 +25,17 @@ measures, side by side in one run:
   ``dualsolve.train_sdca``.  Each is called on the CSR matrix as loaded, with
   ``tol = 1e-6 * P* / P(0)``: their criterion is ``gap <= tol * P(0)``, so a converged
   solve certifies ``P - P* <= gap <= 1e-6 P*``.  The time includes the solver's own
-  validation.  ``train_sdca`` gets a wall-clock budget (``--budget``, through its
-  callback; stop_reason "callback" = budget exhausted, not certified).
+  validation.  Each gets a wall-clock budget (``--budget``) through its callback when it
+  takes one (stop_reason "callback" = budget exhausted, not certified).  The solver
+  ``train_linear`` chose (``params["solver_chosen"]``) is shown in the solver table.
 * **P***: an independent optimum per (data, loss, C): the smaller objective of
   liblinear's dual solver (``-s 7`` / ``-s 1``, which falls back to the Newton solver
   after 300 iterations) and of its primal Newton (``-s 0`` / ``-s 2``), both at
   ``-e 1e-12``; the primal run is skipped when the dual's point is already certified
   to 1e-10 relative (1e-4 of the target; ``-s 2 -e 1e-12`` can take 1000 Newton
-  iterations, over 10 minutes on news20 at C = 10^4).  Each point w certifies ``P(w) - P* <= ||grad P(w)||^2 / (2 lam)``, and
-  the certified error of P* is the width of the bracket these give.  (The primal
+  iterations, over 10 minutes on news20 at C = 10^4).  Each point w certifies
+  ``P(w) - P* <= ||grad P(w)||^2 / (2 lam)``, and the certified error of P* is the width
+  of the bracket these give.  (The primal
   solver alone was not enough: on reuters, squared hinge, C = 10^4, ``-s 2 -e 1e-12``
   stops at its 1000-iteration cap 8e-6 (relative) above the optimum, which
   ``-s 1 -e 0.1`` beats.)  Cached as JSON in the bench cache
@@ -71,6 +73,7 @@ Usage::
     python bench/large_c.py --path                        # item 3 only
 """
 import argparse
+import inspect
 import json
 import math
 import os
@@ -218,27 +221,38 @@ def liblinear_ladder(X, y, ref, s, max_seconds=math.inf, verbose=True):
 
 # -------------------------------------------------------------- ours ---
 
+def _budgeted(fn, **fixed):
+    """trainer(X, y, loss, C, tol, budget) calling fn; the wall-clock budget goes through
+    fn's callback when it takes one (stop_reason "callback" = budget exhausted)."""
+    try:
+        takes_cb = "callback" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes_cb = False
+
+    def run(X, y, loss, C, tol, budget):
+        kw = dict(fixed)
+        if takes_cb and math.isfinite(budget):
+            t0 = time.perf_counter()
+            kw["callback"] = lambda info: time.perf_counter() - t0 > budget
+        return fn(X, y, loss=loss, C=C, tol=tol, **kw)
+
+    return run
+
+
 def our_solvers(which):
     """name -> trainer(X, y, loss, C, tol, budget) for the solvers the package has."""
     out, missing = {}, []
     tl = getattr(ds, "train_linear", None)
     tn = getattr(ds, "train_newton", None)
     if tl is not None:
-        out["auto"] = lambda X, y, loss, C, tol, budget: tl(
-            X, y, loss=loss, C=C, solver="auto", tol=tol)
+        out["auto"] = _budgeted(tl, solver="auto")
     else:
         missing.append("train_linear")
     if tn is not None:
-        out["newton"] = lambda X, y, loss, C, tol, budget: tn(X, y, loss=loss, C=C, tol=tol)
+        out["newton"] = _budgeted(tn)
     else:
         missing.append("train_newton")
-
-    def sdca(X, y, loss, C, tol, budget):
-        t0 = time.perf_counter()
-        return ds.train_sdca(X, y, loss=loss, C=C, tol=tol, max_epochs=100000,
-                             callback=lambda info: time.perf_counter() - t0 > budget)
-
-    out["sdca"] = sdca
+    out["sdca"] = _budgeted(ds.train_sdca, max_epochs=100000)
     if which != "all":
         out = {k: v for k, v in out.items() if k in which}
     return out, missing
@@ -266,7 +280,8 @@ def our_run(fn, name, X, y, ref, budget):
     gap_ok = converged and gap <= tol * p0 * (1 + 1e-12)
     # the certificate must agree with the independent P*: P - P* <= gap
     consistent = (p - ref["p_star"]) <= gap + 1e-12 * abs(ref["p_star"])
-    return dict(solver=name, time=dt, stop_reason=m.stop_reason, n_epochs=int(m.n_epochs),
+    return dict(solver=name, chosen=m.params.get("solver_chosen"), time=dt,
+                stop_reason=m.stop_reason, n_epochs=int(m.n_epochs),
                 tol=tol, gap=gap, cert_rel_gap=cert, primal=p, subopt=sub,
                 # gap <= tol P(0) = 1e-6 P* gives gap / D <= 1e-6 / (1 - 1e-6)
                 certified=bool(gap_ok and cert <= TARGET / (1 - TARGET) * (1 + 1e-9)
@@ -431,7 +446,9 @@ def ours_table(results):
         for k, o in res["ours"].items():
             rows = o["rows"]
             lines.append(
-                f"| {res['data']} | {res['loss']} | {res['C']:g} | {k} | {_fmt_range(o)} | "
+                f"| {res['data']} | {res['loss']} | {res['C']:g} | {k}"
+                f"{'' if not rows[0].get('chosen') else ' -> ' + rows[0]['chosen']} | "
+                f"{_fmt_range(o)} | "
                 f"{'/'.join(sorted({r['stop_reason'] for r in rows}))} | "
                 f"{'/'.join(str(r['n_epochs']) for r in rows)} | "
                 f"{max(r['cert_rel_gap'] for r in rows):.1e} | "
@@ -554,7 +571,7 @@ def main(argv=None):
     ap.add_argument("--ours", nargs="*", default=["all"],
                     help="which of our solvers: auto newton sdca (default all present)")
     ap.add_argument("--budget", type=float, default=120.0,
-                    help="wall-clock seconds per train_sdca solve (default 120)")
+                    help="wall-clock seconds per solve of ours (default 120)")
     ap.add_argument("--ll-rounds", choices=("best", "both"), default="best",
                     help="liblinear solvers repeated in the rounds: the one fastest to 1e-6 "
                          "in the ladder (default) or both")
