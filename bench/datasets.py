@@ -17,6 +17,11 @@ Problems (binary, labels in {-1, +1}, rows L2-normalised by TF-IDF unless noted)
     9,603 + 3,299 = 12,902 documents, text = TITLE + BODY, unigram
     ``TfidfVectorizer(min_df=2)``: 12,902 x 19,369, ~74 nnz/row.  y = +1 if
     ``earn`` is one of the TOPICS (3,964 documents).  An rcv1.binary analogue.
+``imdb``
+    IMDB Large Movie Review Dataset v1.0 (Maas et al. 2011), all 50,000 labeled
+    reviews (25,000 train + 25,000 test, ``aclImdb/{train,test}/{pos,neg}/``),
+    ``TfidfVectorizer(ngram_range=(1, 2))`` fitted on all of them (the raw text,
+    ``<br />`` tags included, as for news20).  y = +1 for ``pos`` (25,000).
 ``a9a``, ``w8a``, ``a9a.t``
     The LIBSVM files as shipped (no normalisation), 123 / 300 features.
 
@@ -49,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-NAMES = ("news20", "news20.multi", "reuters", "a9a", "a9a.t", "w8a")
+NAMES = ("news20", "news20.multi", "reuters", "imdb", "a9a", "a9a.t", "w8a")
 
 
 def data_dir():
@@ -175,6 +180,29 @@ def _build_reuters():
     return _canonical(X), np.asarray(labels), np.asarray(is_train)
 
 
+# ------------------------------------------------------------------ imdb ---
+
+def _build_imdb():
+    from sklearn.datasets import load_files
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts, labels, is_train = [], [], []
+    with tempfile.TemporaryDirectory(prefix="dualsolve-imdb-") as tmp:
+        _extract(data_dir() / "text" / "aclImdb_labeled.tar.xz", tmp,
+                 members=lambda n: n.endswith(".txt"))
+        for part in ("train", "test"):
+            b = load_files(os.path.join(tmp, "aclImdb", part), categories=["neg", "pos"],
+                           encoding="utf-8", decode_error="replace", shuffle=False)
+            if len(b.data) != 25000:
+                raise RuntimeError(f"expected 25,000 {part} reviews, found {len(b.data)}")
+            texts.extend(b.data)
+            labels.append(np.where(np.asarray(b.target_names)[b.target] == "pos", 1.0, -1.0))
+            is_train.append(np.full(len(b.data), part == "train"))
+    vec = TfidfVectorizer(ngram_range=(1, 2), dtype=np.float64)
+    X = vec.fit_transform(texts)
+    return _canonical(X), np.concatenate(labels), np.concatenate(is_train)
+
+
 # ---------------------------------------------------------------- libsvm ---
 
 _LIBSVM = {"a9a": ("a9a.xz", 123), "a9a.t": ("a9a.t.xz", 123), "w8a": ("w8a.xz", 300)}
@@ -191,7 +219,7 @@ def _build_libsvm(name):
 
 
 _BUILDERS = {"news20": _build_news20, "news20.multi": _build_news20_multi,
-             "reuters": _build_reuters}
+             "reuters": _build_reuters, "imdb": _build_imdb}
 
 
 def build(name):
