@@ -554,7 +554,8 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
                        f"2^{np.log2(out['ours_best_C'][-1]):.2f} (accuracy "
                        f"{100 * mean.max():.2f}%)")
             else:
-                best, text, dt = peers._ll_train(prob, f"-C -s {s} -c {PATH_CS[0]!r} -B -1")
+                opts = f"-C -s {s} -c {float(PATH_CS[0])!r} -B -1"
+                best, text, dt = peers._ll_train(prob, opts)
                 out["ll_s"].append(dt)
                 out["ll_best_C"].append(float(best[0]))
                 out["ll_cv_accuracy"] = float(best[2])
