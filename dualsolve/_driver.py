@@ -274,11 +274,18 @@ class _read_only:
 ILL_CONDITIONED = 1e4
 
 
+def conditioning(p, bias=0.0):
+    """max_i ||x_i||^2 / (lam n) (with a constant feature's bias^2 added to every row): how
+    many epochs per e-fold a dual coordinate or stochastic first-order method needs; 0 when
+    unknown."""
+    if p.lam <= 0 or p.X.sqnorm is None or not len(p.X.sqnorm):
+        return 0.0
+    return (float(np.max(p.X.sqnorm)) + bias * bias) / (p.lam * p.n)
+
+
 def _conditioning(p):
     """A sentence for the max_epochs warning when X is badly scaled for this lam."""
-    if p.lam <= 0 or p.X.sqnorm is None or not len(p.X.sqnorm):
-        return ""
-    kappa = float(np.max(p.X.sqnorm)) / (p.lam * p.n)
+    kappa = conditioning(p)
     if kappa <= ILL_CONDITIONED:
         return ""
     return (f". The problem is badly conditioned for this lam (max ||x_i||^2 / (lam n) = "

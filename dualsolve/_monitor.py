@@ -139,3 +139,6 @@ class MonitorView:
 
     def report(self, epoch, values):
         return self.mon.report(epoch, values)
+
+    def set_coef(self, coef):
+        self.mon.set_coef(coef)

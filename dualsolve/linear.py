@@ -2,10 +2,8 @@
 solver, or picks one by the problem's conditioning (``solver="auto"``)."""
 import inspect
 
-import numpy as np
-
 from ._core import losses as _losses
-from ._driver import Solver, certified, fit, register
+from ._driver import Solver, certified, conditioning, fit, register
 from ._monitor import MonitorView
 from ._params import Boolean, Interval, Options, Real
 from .newton.api import NEWTON, train_newton
@@ -26,18 +24,11 @@ NEWTON_ABOVE = 100.0
 AUTO_SDCA_LOSSES = ("squared_hinge",)
 
 
-def conditioning(sqnorm, lam, n, bias=0.0):
-    """max_i ||x_i||^2 / (lam n), with the constant feature's bias^2 added to each row."""
-    if sqnorm is None or not len(sqnorm) or lam <= 0:
-        return 0.0
-    return (float(np.max(sqnorm)) + bias * bias) / (lam * n)
-
-
 def choose_solver(loss, kappa):
     """The solver ``solver="auto"`` runs for a loss and the conditioning ``kappa``
-    (:func:`conditioning`): Newton for a differentiable loss on a badly conditioned problem,
-    SDCA otherwise (every loss; the one for hinge and epsilon_insensitive, which have no
-    gradient)."""
+    (``dualsolve._driver.conditioning``): Newton for a differentiable loss on a badly
+    conditioned problem, SDCA otherwise (every loss; the one for hinge and
+    epsilon_insensitive, which have no gradient)."""
     if loss in _losses.SMOOTH_LOSSES and loss not in AUTO_SDCA_LOSSES and kappa > NEWTON_ABOVE:
         return "newton"
     return "sdca"
@@ -100,15 +91,12 @@ class _Padded(MonitorView):
             row[slot] = v
         return self.mon.report(epoch, tuple(row))
 
-    def set_coef(self, coef):
-        self.mon.set_coef(coef)
-
 
 def _engine(p, o, mon):
     bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
     name = o["solver"]
     if name == "auto":
-        name = choose_solver(p.loss, conditioning(p.X.sqnorm, p.lam, p.n, bias))
+        name = choose_solver(p.loss, conditioning(p, bias))
     chosen = SOLVERS[name]
     if p.loss not in chosen.losses:
         raise ValueError(f"solver={name!r} does not take loss={p.loss!r} (it takes "

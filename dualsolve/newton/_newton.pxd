@@ -40,6 +40,8 @@ ctypedef struct NewtonProblem:
     double lam                # > 0
     double bias               # value of the implicit constant feature; 0 for none
     double* w                 # in/out: the iterate (a warm start when nonzero)
+    double* dual              # out (n), or NULL: the certificate's a_i = -c_i phi'(z_i)
+                              # at the last reported iterate
 
 
 ctypedef struct NewtonOptions:

@@ -270,6 +270,9 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         res.dual = dual
         res.gap = gap
         res.n_epochs = it
+        if P.dual != NULL:          # the reported certificate's dual point (dv = c phi' / n)
+            for i in range(n):
+                P.dual[i] = -n * dv[i]
         if status != STATUS_MAX_EPOCHS or it >= opt.max_epochs:
             break
         # --- preconditioned CG on H s = -g from s = 0, until ||r|| <= forcing ||g||
@@ -357,8 +360,9 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
           Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
           double bias, double[::1] w, double tol, Py_ssize_t max_epochs, double cg_forcing,
-          Py_ssize_t max_cg, mon, weight=None):
-    """Run newton_run on validated arrays (w is the start and is written in place),
+          Py_ssize_t max_cg, mon, double[::1] dual, weight=None):
+    """Run newton_run on validated arrays (w is the start and is written in place; dual
+    receives the certificate's dual point),
     reporting every iteration to ``mon`` (which must expect NEWTON_HOOK_VALUES values).
     Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled)."""
     cdef NewtonProblem P
@@ -383,6 +387,9 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     P.lam = lam
     P.bias = bias
     P.w = &w[0]
+    if dual.shape[0] != P.n:
+        raise ValueError("dual must have one entry per row")
+    P.dual = &dual[0]
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.cg_forcing = cg_forcing

@@ -108,26 +108,17 @@ def _engine(p, o, mon):
     if bias and isinstance(p.warm_start, Model):
         w[p.d] = float(p.warm_start.intercept) / bias
     mon.set_coef(w[:p.d])
+    dual_point = np.zeros(p.n)
     status, n_epochs, passes, primal, dual, gap, p0, stalled = _newton.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
-        p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, weight=p.weight)
-    coef = w[:p.d]
-    z = _scores(p, coef, w[p.d] * bias if bias else 0.0)
-    c = 1.0 if p.weight is None else p.weight
-    dual_point = -c * _losses.derivative(p.loss, z, p.y, p.loss_param)
+        p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight)
     note = ""
     if stalled:
         note = ("The line search found no decrease at this precision (the gap is at the "
                 "rounding level of the objective): a smaller tol cannot be certified")
-    return Result(status, n_epochs, coef=coef, intercept=w[p.d] * bias if bias else 0.0,
+    return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=dual_point, measure=gap, threshold=threshold(dual, p.tol, p0), note=note,
                   info=dict(p0=p0, passes=passes))
-
-
-def _scores(p, coef, intercept):
-    import scipy.sparse as sp
-    Xs = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape, copy=False)
-    return Xs @ coef + intercept
 
 
 NEWTON = register(Solver(
