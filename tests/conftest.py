@@ -4,6 +4,9 @@ The references never use dualsolve code: plain NumPy objectives minimised by sci
 L-BFGS, a direct linear solve for ridge, and (when installed) the Clarabel interior-point
 QP solver for the hinge loss.
 """
+import os
+import sys
+
 import numpy as np
 import pytest
 import scipy.optimize as so
@@ -19,6 +22,10 @@ except ImportError as exc:       # pragma: no cover
         "(pip install '.[test]') and run `pytest` (not `python -m pytest`, which puts the "
         "source tree first on sys.path), or build in place with "
         "`python setup.py build_ext --inplace`") from exc
+
+# helper modules of the tests (solver_problems.py) are imported by name: with
+# --import-mode=importlib the tests' folder is not on sys.path by itself
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="session")

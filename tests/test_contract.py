@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 import dualsolve as ds
 from dualsolve._driver import solvers
+from solver_problems import problem, train  # tests/ (see conftest.py)
 
 TRAINERS = sorted(n for n in ds.__all__ if n.startswith("train_"))
 REGISTRY = {s.function_name: s for s in solvers().values()}
@@ -30,26 +31,6 @@ def test_every_trainer_is_described_and_covered():
     """The contract covers as many solvers as __all__ has train_* names, each described."""
     assert len(TRAINERS) == 24
     assert sorted(REGISTRY) == TRAINERS
-
-
-def problem(name, n=120, d=12, seed=0):
-    """A small dense-ish problem the solver's first loss accepts: labels in {-1, +1} or
-    real targets."""
-    s = REGISTRY[name]
-    loss = s.losses[0]
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
-    w = rng.standard_normal(d)
-    score = X @ w + 0.5 * rng.standard_normal(n)
-    regression = s.task(loss, {}) == "regression"
-    y = score if regression else np.where(score > 0, 1.0, -1.0)
-    return sp.csr_matrix(X), y, loss
-
-
-def train(name, X, y, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return getattr(ds, name)(X, y, **kw)
 
 
 def solution(m):

@@ -17,29 +17,11 @@ import scipy.sparse as sp
 import dualsolve as ds
 from dualsolve._core import status as _status
 from dualsolve._driver import solvers
+from solver_problems import problem, train  # tests/ (see conftest.py)
 
 REGISTRY = {s.function_name: s for s in solvers().values()}
 TRAINERS = sorted(REGISTRY)
 EPS = np.finfo(float).eps
-
-
-def problem(name, n=120, d=12, seed=0):
-    """The contract test's small problem for the solver's first loss."""
-    s = REGISTRY[name]
-    loss = s.losses[0]
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
-    w = rng.standard_normal(d)
-    score = X @ w + 0.5 * rng.standard_normal(n)
-    regression = s.task(loss, {}) == "regression"
-    y = score if regression else np.where(score > 0, 1.0, -1.0)
-    return sp.csr_matrix(X), y, loss
-
-
-def train(name, X, y, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return getattr(ds, name)(X, y, **kw)
 
 
 def _pq(y):
