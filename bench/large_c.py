@@ -110,6 +110,7 @@ EPS_LADDER = tuple(10.0 ** -k for k in range(1, 9))   # 1e-1 .. 1e-8
 PSTAR_EPS = 1e-12
 PSTAR_OK = 1e-8                    # P* must be certified to this (1% of the target)
 PSTAR_SKIP = 1e-10                 # the primal candidate is skipped below this bound
+PSTAR_DUAL_TOL = 1e-10             # our SDCA's relative gap when liblinear's P* is loose
 NEWTON_CAP = 1000                  # liblinear 2.50's Newton iteration limit
 LL_SOLVERS = {"logistic": (0, 7), "squared_hinge": (2, 1)}
 OURS_ORDER = ("auto", "newton", "sdca")
@@ -149,7 +150,11 @@ def optimum(X, y, data, loss, C, verbose=True):
     path = os.path.join(datasets.cache_dir(), key + ".json")
     if os.path.exists(path):
         with open(path) as f:
-            return _bracket(json.load(f))
+            res = _bracket(json.load(f))
+        if res["rel_bound"] <= PSTAR_OK or any(c["method"].startswith("dual point")
+                                               for c in res["candidates"]):
+            return res
+        return _with_dual_certificate(X, y, res, path, verbose)
     cands = []
     for s in LL_SOLVERS[loss][::-1]:      # the dual solver first
         if cands and cands[0]["bound"] <= PSTAR_SKIP * abs(cands[0]["p"]):
@@ -169,6 +174,8 @@ def optimum(X, y, data, loss, C, verbose=True):
                         p_star=best["p"], method=best["method"], grad_norm=best["grad_norm"],
                         p0=peers.primal_objective(X, y, np.zeros(X.shape[1]), lam, loss),
                         candidates=cands))
+    if res["rel_bound"] > PSTAR_OK:
+        return _with_dual_certificate(X, y, res, path, verbose)
     with open(path, "w") as fh:
         json.dump(res, fh, indent=1)
     if verbose:
@@ -177,6 +184,36 @@ def optimum(X, y, data, loss, C, verbose=True):
                   f"(|grad| {c['grad_norm']:.1e}, certified rel. bound "
                   f"{c['bound'] / abs(c['p']):.1e}, {c['dual_iter']} dual + "
                   f"{c['newton_iter']} Newton its, {c['seconds']:.1f} s)", flush=True)
+    return res
+
+
+def _with_dual_certificate(X, y, res, path, verbose=True):
+    """Tighten a P* that liblinear's points do not certify to PSTAR_OK with a dual point.
+
+    Our SDCA is run to a relative gap of PSTAR_DUAL_TOL; its dual variables are then
+    used by NumPy alone (``peers.dual_objective``: weak duality, D(a) <= P*), and its
+    primal point too, so the bracket rests on the formula, not on our solver's own
+    arithmetic.  The cache is rewritten with the new candidate."""
+    lam, loss = res["lam"], res["loss"]
+    t = time.perf_counter()
+    m = ds.train_sdca(X, y, loss=loss, lam=lam, tol=PSTAR_DUAL_TOL, max_epochs=10 ** 6)
+    seconds = time.perf_counter() - t
+    a = np.asarray(m.dual) * y                   # dual = a y, a the loss's dual variable
+    d, w = peers.dual_objective(X, y, a, lam, loss)
+    p = peers.primal_objective(X, y, w, lam, loss)
+    res["candidates"].append(dict(method=f"dual point of train_sdca tol={PSTAR_DUAL_TOL:g}",
+                                  p=p, grad_norm=float("nan"), bound=p - d,
+                                  dual_iter=int(m.n_epochs), newton_iter=0, fallback=False,
+                                  seconds=seconds, line_search_failed=False))
+    best = min(res["candidates"], key=lambda c: c["p"])
+    res.update(p_star=best["p"], method=best["method"], grad_norm=best["grad_norm"])
+    res = _bracket(res)
+    with open(path, "w") as fh:
+        json.dump(res, fh, indent=1)
+    if verbose:
+        print(f"  P* {res['data']} {loss} C={res['C']:g}: dual point of train_sdca "
+              f"({m.n_epochs} epochs, {seconds:.1f} s): P = {p:.17g}, D = {d:.17g}; P* now "
+              f"certified to {res['rel_bound']:.1e} relative", flush=True)
     return res
 
 

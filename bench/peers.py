@@ -174,6 +174,35 @@ def primal_value_and_grad(X, y, w, lam, loss):
     return f, g
 
 
+def dual_objective(X, y, a, lam, loss):
+    """(D(a), w(a)) of the dual point a in [0, 1] (logistic) or [0, inf) (squared
+    hinge), w(a) = X^T (a y) / (lam n), in float64 from the formula alone:
+    D(a) = mean(-loss*(-a)) - lam/2 ||w(a)||^2 <= P* by weak duality, with
+    -loss*(-a) = the binary entropy of a (logistic), a - a^2/4 (squared hinge)."""
+    _check_loss(loss)
+    a = np.asarray(a, dtype=np.float64)
+    n = X.shape[0]
+    if loss == "logistic":
+        if a.min() < 0.0 or a.max() > 1.0:
+            raise ValueError("a logistic dual point lies in [0, 1]")
+        c = -(_xlogx(a) + _xlogx(1.0 - a))
+    elif loss == "squared_hinge":
+        if a.min() < 0.0:
+            raise ValueError("a squared-hinge dual point is non-negative")
+        c = a - 0.25 * a * a
+    else:
+        raise ValueError(f"no dual objective for {loss!r} here")
+    w = X.T @ (a * y) / (lam * n)
+    return float(np.mean(c) - 0.5 * lam * np.dot(w, w)), w
+
+
+def _xlogx(t):
+    out = np.zeros_like(t)
+    pos = t > 0
+    out[pos] = t[pos] * np.log(t[pos])
+    return out
+
+
 def implied_lam(X, y, w, loss):
     """The lam for which w is stationary: argmin_lam ||grad L(w) + lam w||.
 

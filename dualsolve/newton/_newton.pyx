@@ -280,12 +280,13 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         # certifies (gap = ||g||^2 / (2 lam)): no need to solve more exactly than that
         gnorm = sqrt(_dot(g, g, m))
         rstop = opt.cg_forcing * gnorm
-        # and when the forcing term would stop within 10x of that while the quadratic model
-        # predicted the last step well, go on to it (saving the iteration that would
-        # otherwise cover the last factor)
+        # (a looser stop near the end, where the model is close to the objective), and when
+        # the forcing term would stop within 10x of that while the quadratic model predicted
+        # the last step well, go on to it (saving the iteration that would otherwise cover
+        # the last factor)
         if opt.tol > 0:
             target = 0.5 * sqrt(2.0 * P.lam * gap_target(dual, opt.tol, floor))
-            if model_ok and rstop < 10.0 * target:
+            if rstop < target or (model_ok and rstop < 10.0 * target):
                 rstop = target
         for j in range(m):
             s[j] = 0.0
