@@ -130,6 +130,10 @@ class MonitorView:
         self.n_values = mon.n_values
 
     @property
+    def columns(self):
+        return self.mon.columns
+
+    @property
     def error(self):
         return self.mon.error
 

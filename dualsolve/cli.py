@@ -53,8 +53,8 @@ def all_losses():
 
 # liblinear -s numbers whose objective is exactly ours with lam = 1/(C n): the same loss and
 # L2 regularisation, so liblinear's optimum and ours coincide. liblinear's primal numbers
-# (0, 2, 11) run train_linear, which picks Newton or SDCA by the conditioning (the rule of
-# dualsolve.linear.choose_solver); its dual numbers run SDCA.
+# (0, 2, 11) run train_linear, which goes on from SDCA to Newton where SDCA is slow (the
+# rule of dualsolve.linear, SWITCH_EPOCHS); its dual numbers run SDCA.
 LIBLINEAR_SOLVERS = {
     0: ("linear", "logistic"),      # L2-regularised logistic regression (primal)
     1: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (dual)

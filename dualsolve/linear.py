@@ -1,10 +1,13 @@
 """``train_linear``: one entry point for L2-regularised linear models; it runs the named
-solver, or picks one by the problem's conditioning (``solver="auto"``)."""
+solver, or (``solver="auto"``) SDCA and, where SDCA is slow, Newton from its iterate."""
 import inspect
+from dataclasses import replace
 
 from ._core import losses as _losses
-from ._driver import Solver, certified, conditioning, fit, register
+from ._core import status as _status
+from ._driver import Solver, certified, fit, register
 from ._monitor import MonitorView
+from .model import Model
 from ._params import Boolean, Interval, Options, Real
 from .newton.api import NEWTON, train_newton
 from .sdca.api import SDCA, train_sdca
@@ -13,25 +16,25 @@ from .sdca.api import SDCA, train_sdca
 SOLVERS = {"sdca": SDCA, "newton": NEWTON}
 _FUNCTIONS = {"sdca": train_sdca, "newton": train_newton}
 
-#: above this max_i ||x_i||^2 / (lam n) the primal Newton method is chosen (smooth losses):
-#: an SDCA epoch then gains too little. Measured (docs/benchmarks.md, bench/large_c.py):
-#: news20 logistic, C = 1 (kappa 1): SDCA 6 epochs, far ahead; a9a C = 100 (kappa 1400):
-#: Newton 0.13 s, SDCA not converged in 3000 epochs.
-NEWTON_ABOVE = 100.0
+#: auto runs SDCA first, and a problem it has not certified after this many epochs goes on
+#: with Newton from SDCA's w (a differentiable loss other than the squared hinge). Measured
+#: on news20 logistic (bench/large_c.py, docs/benchmarks.md): C = 1, SDCA certifies in 6
+#: epochs; C = 100, SDCA alone 69 epochs (1.65 s), Newton alone 75 passes (2.8 s), 10 epochs
+#: then Newton 30 passes (1.3 s); C = 10^4, Newton alone 190 passes (7.1 s), 10 epochs then
+#: Newton 104 passes (3.8 s): the first epochs of dual ascent are cheap progress that
+#: Newton's first iterations buy dearly (5 epochs: 166 passes, 20: 95, 40: 106).
+SWITCH_EPOCHS = 10
 
 #: losses Newton takes but that auto leaves to SDCA: the squared hinge's generalised
 #: Hessian misleads Newton's step on nearly separable data at large C (docs/newton.md)
 AUTO_SDCA_LOSSES = ("squared_hinge",)
 
 
-def choose_solver(loss, kappa):
-    """The solver ``solver="auto"`` runs for a loss and the conditioning ``kappa``
-    (``dualsolve._driver.conditioning``): Newton for a differentiable loss on a badly
-    conditioned problem, SDCA otherwise (every loss; the one for hinge and
-    epsilon_insensitive, which have no gradient)."""
-    if loss in _losses.SMOOTH_LOSSES and loss not in AUTO_SDCA_LOSSES and kappa > NEWTON_ABOVE:
-        return "newton"
-    return "sdca"
+def switches_to_newton(loss):
+    """Whether ``solver="auto"`` may go on from SDCA to Newton for this loss: a
+    differentiable loss other than the squared hinge (hinge and epsilon_insensitive have no
+    gradient and stay with SDCA)."""
+    return loss in _losses.SMOOTH_LOSSES and loss not in AUTO_SDCA_LOSSES
 
 
 def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=1e-6,
@@ -49,17 +52,19 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
     - ``solver="sdca"``: :func:`dualsolve.train_sdca`, dual coordinate ascent (every loss);
     - ``solver="newton"``: :func:`dualsolve.train_newton`, primal Newton with conjugate
       gradients (differentiable losses);
-    - ``solver="auto"`` (default): Newton when the loss is differentiable (logistic,
-      smooth hinge, squared, squared epsilon-insensitive) and the problem is badly
-      conditioned, ``kappa = max_i ||x_i||^2 / (lam n) > 100`` (at a large C, where a dual
-      coordinate epoch gains little and a Newton iteration's cost hardly changes); SDCA
-      otherwise, and always for hinge, epsilon-insensitive and the squared hinge. The
-      choice is ``Model.params["solver_chosen"]``; the command line's liblinear ``-s``
-      numbers use the same rule.
+    - ``solver="auto"`` (default): SDCA, and when it has not certified the problem after
+      ``SWITCH_EPOCHS = 10`` epochs and the loss is differentiable (logistic, smooth hinge,
+      squared, squared epsilon-insensitive), Newton from SDCA's ``w`` (what remains at a
+      large C or on unscaled data, where a dual epoch gains little and a Newton
+      iteration's cost hardly changes). Hinge, epsilon-insensitive and the squared hinge
+      stay with SDCA. What ran is ``Model.params["solver_chosen"]`` (``"sdca"`` or
+      ``"sdca+newton"``, with ``params["sdca_epochs"]``); the command line's liblinear
+      ``-s`` numbers use the same rule.
 
     Both stop on a certified duality gap ``<= tol * D`` (relative suboptimality at most
     ``tol``; see ``docs/api.md``). Arguments as in :func:`dualsolve.train_sdca`; ``max_epochs`` counts
-    SDCA epochs or Newton iterations, whichever runs. ``warm_start``: a Model of either
+    SDCA epochs plus Newton iterations (the history numbers them on: SDCA's epochs
+    ``0..k``, then Newton's iterations ``k+1, ...``). ``warm_start``: a Model of either
     solver (SDCA starts from its ``dual``, Newton from its ``coef``).
 
     Returns
@@ -92,26 +97,61 @@ class _Padded(MonitorView):
         return self.mon.report(epoch, tuple(row))
 
 
-def _engine(p, o, mon):
-    bias = o["intercept_scaling"] if o["fit_intercept"] else 0.0
-    name = o["solver"]
-    if name == "auto":
-        name = choose_solver(p.loss, conditioning(p, bias))
+class _After(MonitorView):
+    """Numbers a second solver's rows on after the first one's epochs; its epoch 0 (the
+    start, the first solver's last row) is not reported again."""
+
+    def __init__(self, mon, offset):
+        super().__init__(mon)
+        self.offset = offset
+
+    def report(self, epoch, values):
+        if epoch == 0:
+            return 0
+        return self.mon.report(epoch + self.offset, values)
+
+
+def _options(name, o):
+    params = inspect.signature(_FUNCTIONS[name]).parameters
+    options = {k: params[k].default for k in SOLVERS[name].params}     # its own defaults
+    options.update(fit_intercept=o["fit_intercept"], intercept_scaling=o["intercept_scaling"])
+    return options
+
+
+def _run(name, p, o, mon):
     chosen = SOLVERS[name]
     if p.loss not in chosen.losses:
         raise ValueError(f"solver={name!r} does not take loss={p.loss!r} (it takes "
                          f"{list(chosen.losses)}); use solver='auto' or 'sdca'")
-    params = inspect.signature(_FUNCTIONS[name]).parameters
-    options = {k: params[k].default for k in chosen.params}     # its own defaults
-    options.update(fit_intercept=o["fit_intercept"], intercept_scaling=o["intercept_scaling"])
-    res = chosen.engine(p, options, _Padded(mon, chosen))
+    res = chosen.engine(p, _options(name, o), _Padded(mon, chosen))
     res.info = dict(res.info, solver_chosen=name)
     return res
 
 
+def _sdca_then_newton(p, o, mon):
+    k = min(SWITCH_EPOCHS, p.max_epochs)
+    first = _run("sdca", replace(p, max_epochs=k), o, mon)
+    if first.status != _status.MAX_EPOCHS or k == p.max_epochs:
+        return first                        # certified, stopped, or the whole budget
+    start = Model(first.coef, intercept=first.intercept)
+    res = _run("newton", replace(p, max_epochs=p.max_epochs - k, warm_start=start), o,
+               _After(mon, k))
+    res.n_epochs += k
+    res.info = dict(res.info, solver_chosen="sdca+newton", sdca_epochs=k)
+    return res
+
+
+def _engine(p, o, mon):
+    if o["solver"] != "auto":
+        return _run(o["solver"], p, o, mon)
+    if switches_to_newton(p.loss):
+        return _sdca_then_newton(p, o, mon)
+    return _run("sdca", p, o, mon)
+
+
 LINEAR = register(Solver(
     name="linear", family="linear",
-    summary="L2-regularised linear models: SDCA or Newton, chosen by the conditioning",
+    summary="L2-regularised linear models: SDCA, going on with Newton where it is slow",
     losses=SDCA.losses,
     params=dict(solver=[Options("auto", *SOLVERS)],
                 fit_intercept=[Boolean()],

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 import dualsolve as ds
 from dualsolve._core import losses as L
-from dualsolve.linear import NEWTON_ABOVE, choose_solver
+from dualsolve.linear import SWITCH_EPOCHS, switches_to_newton
 
 SMOOTH = ["logistic", "squared_hinge", "smooth_hinge", "squared", "squared_epsilon_insensitive"]
 
@@ -164,21 +164,45 @@ def test_curvature_is_the_derivative_of_the_derivative():
 # ------------------------------------------------------------------ train_linear
 
 
-def test_auto_picks_newton_on_a_badly_conditioned_smooth_problem(heart):
+def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     X, y = heart
-    kappa = float(np.max(ds._validation.check_csr(X).sqnorm)) * 1e4    # / (lam n), C = 1e4
-    assert kappa > NEWTON_ABOVE
+    k = SWITCH_EPOCHS
     m = ds.train_linear(X, y, C=1e4, tol=1e-10)
-    assert m.params["solver_chosen"] == "newton" and m.stop_reason == "converged"
-    ref = ds.train_newton(X, y, C=1e4, tol=1e-10)
+    assert m.params["solver_chosen"] == "sdca+newton" and m.stop_reason == "converged"
+    assert m.params["sdca_epochs"] == k
+    # exactly: k SDCA epochs, then Newton from their w
+    first = ds.train_sdca(X, y, C=1e4, max_epochs=k, tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ds.train_newton(X, y, C=1e4, tol=1e-10, warm_start=first.coef)
     assert np.array_equal(m.coef, ref.coef)
-    # a well conditioned one, and losses without a gradient, go to SDCA
+    assert np.array_equal(m.dual, ref.dual)
+    # one history: SDCA's epochs 0..k, then Newton's iterations numbered on
+    assert list(m.history["epoch"]) == list(range(k + 1)) + [k + e for e in ref.history["epoch"][1:]]
+    assert np.array_equal(m.history["cg_iters"][k + 1:], ref.history["cg_iters"][1:])
+    assert np.isnan(m.history["cg_iters"][:k + 1]).all()
+    assert m.n_epochs == k + ref.n_epochs
+    assert m.history["gap"][-1] <= 1e-10 * m.history["dual"][-1]
+    # SDCA certifies a well conditioned problem alone; losses without a gradient, and the
+    # squared hinge, never switch
     assert ds.train_linear(X, y, C=0.01).params["solver_chosen"] == "sdca"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert ds.train_linear(X, y, C=1e4, loss="hinge", max_epochs=5).params["solver_chosen"] == "sdca"
-    assert choose_solver("squared_hinge", 1e9) == "sdca"
-    assert choose_solver("squared", 1e9) == "newton"
+        for loss in ("hinge", "squared_hinge"):
+            m = ds.train_linear(X, y, C=1e4, loss=loss, max_epochs=2 * k)
+            assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * k
+    assert switches_to_newton("squared") and not switches_to_newton("squared_hinge")
+
+
+def test_auto_budget_counts_both_solvers(heart):
+    X, y = heart
+    with pytest.warns(ds.ConvergenceWarning):
+        m = ds.train_linear(X, y, C=1e4, tol=1e-14, max_epochs=SWITCH_EPOCHS + 1)
+    assert m.n_epochs == SWITCH_EPOCHS + 1 and m.stop_reason == "max_epochs"
+    assert m.history["epoch"][-1] == SWITCH_EPOCHS + 1
+    with pytest.warns(ds.ConvergenceWarning):
+        m = ds.train_linear(X, y, C=1e4, tol=1e-14, max_epochs=3)
+    assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 3
 
 
 def test_named_solver_and_its_losses(heart):
@@ -200,5 +224,6 @@ def test_multiclass_one_vs_rest():
     m = ds.train_linear(X, y3, C=1e4, tol=1e-8)
     assert m.coef.shape == (3, X.shape[1])
     for c in range(3):
-        r = ds.train_newton(X, np.where(y3 == c, 1.0, -1.0), C=1e4, tol=1e-8)
-        assert np.allclose(m.coef[c], r.coef, atol=1e-10)
+        r = ds.train_linear(X, np.where(y3 == c, 1.0, -1.0), C=1e4, tol=1e-8)
+        assert r.params["solver_chosen"] == "sdca+newton"
+        assert np.array_equal(m.coef[c], r.coef)
