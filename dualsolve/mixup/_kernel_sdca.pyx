@@ -26,6 +26,7 @@ from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
+                                      schedule_checked,
                                       schedule_target)
 
 
@@ -204,6 +205,7 @@ cdef int kernel_sdca_run(ColumnSource K, KernelProblem* P, const KernelOptions* 
             _kernel_check(K, P, &primal, &dual, &gap)
             if gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            schedule_checked(&sched, gap)
             target = schedule_target(primal, dual, opt.tol, floor)
         values[0] = primal if checked else NAN
         values[1] = dual if checked else NAN

@@ -37,6 +37,7 @@ from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
+                                      schedule_checked,
                                       schedule_target)
 
 
@@ -439,6 +440,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
                 _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            schedule_checked(&sched, gap)
             target = schedule_target(primal, dual, opt.tol, floor)
         if hook != NULL:
             values[0] = primal if checked else NAN

@@ -35,7 +35,7 @@ from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
-                                      schedule_target)
+                                      schedule_checked, schedule_target)
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
@@ -389,6 +389,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                 _check(data, indices, indptr, P, &primal, &dual, &gap)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
+            schedule_checked(&sched, gap)
             target = schedule_target(primal, dual, opt.tol, floor)
         if hook != NULL:
             values[0] = primal if checked else NAN
