@@ -52,19 +52,20 @@ def all_losses():
 
 
 # liblinear -s numbers whose objective is exactly ours with lam = 1/(C n): the same loss and
-# L2 regularisation, so liblinear's optimum and ours coincide. liblinear's primal numbers
-# (0, 2, 11) run train_linear, which goes on from SDCA to Newton where SDCA is slow (the
-# rule of dualsolve.linear, SWITCH_EPOCHS); its dual numbers run SDCA.
+# L2 regularisation, so liblinear's optimum and ours coincide. The numbers run
+# train_linear, which goes on from SDCA to Newton where SDCA is slow (the rule of
+# dualsolve.linear, SWITCH_EPOCHS), except the hinge losses' dual numbers (1, 3, and
+# Crammer-Singer's 4), which that rule leaves to SDCA anyway: they run train_sdca.
 LIBLINEAR_SOLVERS = {
     0: ("linear", "logistic"),      # L2-regularised logistic regression (primal)
     1: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (dual)
     2: ("linear", "squared_hinge"),  # L2-regularised L2-loss SVC (primal)
     3: ("sdca", "hinge"),           # L2-regularised L1-loss SVC (dual)
     4: ("sdca", "hinge"),           # Crammer-Singer multi-class SVM (-o multi_class=...)
-    7: ("sdca", "logistic"),        # L2-regularised logistic regression (dual)
+    7: ("linear", "logistic"),      # L2-regularised logistic regression (dual)
     11: ("linear", "squared_epsilon_insensitive"),  # L2-regularised L2-loss SVR (primal)
-    12: ("sdca", "squared_epsilon_insensitive"),    # L2-regularised L2-loss SVR (dual)
-    13: ("sdca", "epsilon_insensitive"),            # L2-regularised L1-loss SVR (dual)
+    12: ("linear", "squared_epsilon_insensitive"),  # L2-regularised L2-loss SVR (dual)
+    13: ("linear", "epsilon_insensitive"),          # L2-regularised L1-loss SVR (dual)
 }
 #: options a liblinear number implies beyond its solver and loss
 LIBLINEAR_OPTIONS = {4: {"multi_class": "crammer_singer"}}

@@ -17,7 +17,7 @@ SOLVERS = {"sdca": SDCA, "newton": NEWTON}
 _FUNCTIONS = {"sdca": train_sdca, "newton": train_newton}
 
 #: auto runs SDCA first, and a problem it has not certified after this many epochs goes on
-#: with Newton from SDCA's w (a differentiable loss other than the squared hinge). Measured
+#: with Newton from SDCA's w (switches_to_newton: not for the (squared) hinge). Measured
 #: on news20 logistic (bench/large_c.py, docs/benchmarks.md): C = 1, SDCA certifies in 6
 #: epochs; C = 100, SDCA alone 69 epochs (1.65 s), Newton alone 75 passes (2.8 s), 10 epochs
 #: then Newton 30 passes (1.3 s); C = 10^4, Newton alone 190 passes (7.1 s), 10 epochs then
@@ -26,15 +26,17 @@ _FUNCTIONS = {"sdca": train_sdca, "newton": train_newton}
 SWITCH_EPOCHS = 10
 
 #: losses Newton takes but that auto leaves to SDCA: the squared hinge's generalised
-#: Hessian misleads Newton's step on nearly separable data at large C (docs/newton.md)
-AUTO_SDCA_LOSSES = ("squared_hinge",)
+#: Hessian misleads Newton's step on nearly separable data at large C, and the hinge's
+#: smoothing continuation is slow on such data (news20, C = 1: relative gap 3e-2 after 15
+#: iterations, 2.5 s, where SDCA certifies 1e-6 in about as long; docs/newton.md)
+AUTO_SDCA_LOSSES = ("squared_hinge", "hinge")
 
 
 def switches_to_newton(loss):
-    """Whether ``solver="auto"`` may go on from SDCA to Newton for this loss: a
-    differentiable loss other than the squared hinge (hinge and epsilon_insensitive have no
-    gradient and stay with SDCA)."""
-    return loss in _losses.SMOOTH_LOSSES and loss not in AUTO_SDCA_LOSSES
+    """Whether ``solver="auto"`` may go on from SDCA to Newton for this loss: every loss
+    Newton takes (the differentiable ones, and epsilon_insensitive by smoothing
+    continuation) except the squared hinge and the hinge."""
+    return loss in NEWTON.losses and loss not in AUTO_SDCA_LOSSES
 
 
 def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=1e-6,
@@ -51,13 +53,12 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
 
     - ``solver="sdca"``: :func:`dualsolve.train_sdca`, dual coordinate ascent (every loss);
     - ``solver="newton"``: :func:`dualsolve.train_newton`, primal Newton with conjugate
-      gradients (differentiable losses);
+      gradients (every loss; hinge and epsilon-insensitive by smoothing continuation);
     - ``solver="auto"`` (default): SDCA, and when it has not certified the problem after
-      ``SWITCH_EPOCHS = 10`` epochs and the loss is differentiable (logistic, smooth hinge,
-      squared, squared epsilon-insensitive), Newton from SDCA's ``w`` (what remains at a
-      large C or on unscaled data, where a dual epoch gains little and a Newton
-      iteration's cost hardly changes). Hinge, epsilon-insensitive and the squared hinge
-      stay with SDCA. What ran is ``Model.params["solver_chosen"]`` (``"sdca"`` or
+      ``SWITCH_EPOCHS = 10`` epochs, Newton from SDCA's ``w`` (what remains at a large C or
+      on unscaled data, where a dual epoch gains little and a Newton iteration's cost
+      hardly changes) for logistic, smooth hinge, squared and both epsilon-insensitive
+      losses. The hinge and the squared hinge stay with SDCA. What ran is ``Model.params["solver_chosen"]`` (``"sdca"`` or
       ``"sdca+newton"``, with ``params["sdca_epochs"]``); the command line's liblinear
       ``-s`` numbers use the same rule.
 

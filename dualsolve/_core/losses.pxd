@@ -31,9 +31,20 @@ Regression losses with the insensitivity ``param = eps >= 0`` (liblinear's ``-p`
     LOSS_EPS_INSENSITIVE          phi(s; y) = max(0, |s - y| - eps)     (liblinear -s 13)
     LOSS_SQUARED_EPS_INSENSITIVE  phi(s; y) = max(0, |s - y| - eps)^2   (liblinear -s 11 / -s 12)
 
-Both conjugate terms are ``h(a; y) = -a y + eps |a| + (g/2) a^2``: ``g = 0`` on ``|a| <= 1``
+Moreau smoothing (``moreau_smoothing``; Newton's continuation for the losses without a
+gradient): the envelope ``phi_mu(s) = min_t phi(t) + (t - s)^2 / (2 mu)``, whose conjugate
+term is ``h + (mu/2) a^2`` on the same domain, so ``-phi_mu'`` is a feasible dual point of
+``phi`` itself. For the hinge it is the smooth hinge of width mu; for the
+epsilon-insensitive loss the internal kind
+
+    LOSS_SMOOTH_EPS_INSENSITIVE   phi(s; y) = H(|s - y| - eps), H(e) = 0 (e <= 0),
+                                  e^2 / (2 mu) (e <= mu), e - mu/2 (e > mu)
+
+(``param = eps``, ``mu`` the width), ``h(a; y) = -a y + eps |a| + (mu/2) a^2`` on |a| <= 1.
+
+All three conjugate terms are ``h(a; y) = -a y + eps |a| + (g/2) a^2``: ``g = 0`` on ``|a| <= 1``
 for the first (the conjugate of max(0, |t| - eps) is eps |u| on |u| <= 1), ``g = 1/2`` on the
-whole line for the second (that of max(0, |t| - eps)^2 is eps |u| + u^2 / 4). The exact step
+whole line for the second, ``g = mu`` on ``|a| <= 1`` for the smoothed one (that of max(0, |t| - eps)^2 is eps |u| + u^2 / 4). The exact step
 is a soft threshold: ``a = sign(b) max(0, |b| - eps) / (A + g)`` with ``b = y - z + A a0``,
 clipped to the domain.
 """
@@ -47,12 +58,14 @@ cdef enum:
     LOSS_SQUARED = 4
     LOSS_EPS_INSENSITIVE = 5
     LOSS_SQUARED_EPS_INSENSITIVE = 6
+    LOSS_SMOOTH_EPS_INSENSITIVE = 7     # internal (moreau_smoothing); no name in losses.pyx
 
 
 ctypedef struct Loss:
     int kind
     double param      # smoothing of smooth hinge, scale of squared hinge, eps of the
                       # epsilon-insensitive losses; unused otherwise
+    double mu         # the width of LOSS_SMOOTH_EPS_INSENSITIVE; 0 otherwise
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,6 +177,8 @@ cdef inline double loss_value(const Loss* L, double s, double y) noexcept nogil:
     t = _eps_excess(s, y, L.param)
     if L.kind == LOSS_EPS_INSENSITIVE:
         return t
+    if L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
+        return t * t / (2.0 * L.mu) if t <= L.mu else t - 0.5 * L.mu
     return t * t
 
 
@@ -194,6 +209,8 @@ cdef inline double loss_deriv(const Loss* L, double s, double y) noexcept nogil:
     t = _eps_excess_signed(s, y, L.param)
     if L.kind == LOSS_EPS_INSENSITIVE:
         return 1.0 if t > 0.0 else (-1.0 if t < 0.0 else 0.0)
+    if L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
+        return clip(t / L.mu, -1.0, 1.0)
     return 2.0 * t
 
 
@@ -224,6 +241,9 @@ cdef inline double loss_curvature(const Loss* L, double s, double y) noexcept no
         return 1.0
     if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
         return 2.0 if fabs(s - y) > L.param else 0.0
+    if L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
+        t = fabs(s - y) - L.param
+        return 1.0 / L.mu if 0.0 < t < L.mu else 0.0
     return 0.0
 
 
@@ -236,7 +256,7 @@ cdef inline void loss_dual_bounds(const Loss* L, double y, double* lo, double* h
     if L.kind == LOSS_SQUARED or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
         lo[0] = -INFINITY
         hi[0] = INFINITY
-    elif L.kind == LOSS_EPS_INSENSITIVE:
+    elif L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
         lo[0] = -1.0
         hi[0] = 1.0
     elif L.kind == LOSS_SQUARED_HINGE:
@@ -279,10 +299,10 @@ cdef inline double loss_conj(const Loss* L, double a, double y) noexcept nogil:
             return a + 0.5 * g * a * a
         u = _smooth_hinge_conj_u(a, c1, c2, g)
         return 2.0 * u + a + 0.5 * g * (u * u / c1 + (a + u) * (a + u) / c2)
-    if L.kind == LOSS_EPS_INSENSITIVE:
+    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
         if a < -1.0 or a > 1.0:
             return INFINITY
-        return -a * y + g * fabs(a)
+        return -a * y + g * fabs(a) + 0.5 * L.mu * a * a
     if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
         return -a * y + g * fabs(a) + 0.25 * a * a
     # LOSS_SQUARED_HINGE
@@ -311,9 +331,11 @@ cdef inline double loss_conj_deriv_binary(const Loss* L, double a, double y) noe
     if L.kind == LOSS_LOGISTIC:
         # log(p / (1 - p)), p = a + c2
         return log(a + 0.5 * (1.0 - y)) - log(0.5 * (1.0 + y) - a)
-    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+    if (L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE
+            or L.kind == LOSS_SMOOTH_EPS_INSENSITIVE):
         sgn = 1.0 if a > 0.0 else (-1.0 if a < 0.0 else 0.0)
-        return -y + L.param * sgn + (0.5 * a if L.kind == LOSS_SQUARED_EPS_INSENSITIVE else 0.0)
+        return (-y + L.param * sgn + L.mu * a
+                + (0.5 * a if L.kind == LOSS_SQUARED_EPS_INSENSITIVE else 0.0))
     # squared hinge and smooth hinge share -sgn + param * a
     return -sgn + L.param * a
 
@@ -393,8 +415,8 @@ cdef inline double _eps_insensitive_step(const Loss* L, double y, double z, doub
     with K = A + g and b = y - z + A a0, a soft threshold, then clip to the domain (the
     objective is convex in one variable, so clipping its minimiser is exact)."""
     cdef double eps = L.param, b = y - z + A * a0, K, r
-    cdef bint boxed = L.kind == LOSS_EPS_INSENSITIVE
-    K = A if boxed else A + 0.5
+    cdef bint boxed = L.kind != LOSS_SQUARED_EPS_INSENSITIVE
+    K = A + L.mu if boxed else A + 0.5
     r = fabs(b) - eps
     if r <= 0.0:
         return 0.0
@@ -416,7 +438,8 @@ cdef inline double loss_dual_step(const Loss* L, double y, double z, double a0,
         return (y - z + A * a0) / (1.0 + A)
     if L.kind == LOSS_LOGISTIC:
         return _logistic_step(y, z, a0, A)
-    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
+    if (L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SQUARED_EPS_INSENSITIVE
+            or L.kind == LOSS_SMOOTH_EPS_INSENSITIVE):
         return _eps_insensitive_step(L, y, z, a0, A)
     b = A * a0 - z
     if L.kind == LOSS_SQUARED_HINGE:
@@ -473,7 +496,29 @@ cdef inline double loss_conj_strong_convexity(const Loss* L) noexcept nogil:
         return 0.0
     if L.kind == LOSS_SQUARED_EPS_INSENSITIVE:
         return 0.5
+    if L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
+        return L.mu
     return L.param
+
+
+cdef inline bint loss_smoothable(const Loss* L) noexcept nogil:
+    """Whether moreau_smoothing applies: the losses without a gradient (binary labels for
+    the hinge: the smooth hinge is the envelope of each of c1 phi0(s), c2 phi0(-s) alone)."""
+    return L.kind == LOSS_HINGE or L.kind == LOSS_EPS_INSENSITIVE
+
+
+cdef inline Loss moreau_smoothing(const Loss* L, double mu) noexcept nogil:
+    """The Moreau envelope of width mu > 0 of a loss_smoothable loss (see the top)."""
+    cdef Loss S
+    S.mu = 0.0
+    if L.kind == LOSS_HINGE:
+        S.kind = LOSS_SMOOTH_HINGE
+        S.param = mu
+    else:
+        S.kind = LOSS_SMOOTH_EPS_INSENSITIVE
+        S.param = L.param
+        S.mu = mu
+    return S
 
 
 # Defined in losses.pyx: the Loss struct for a name already checked by check_loss().

@@ -63,6 +63,7 @@ cdef Loss make_loss(str loss, double param):
     cdef Loss L
     L.kind = LOSSES[loss]
     L.param = param
+    L.mu = 0.0
     return L
 
 

@@ -17,8 +17,9 @@ import numpy as np
 
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
-from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, make_loss, loss_value, loss_deriv, loss_curvature,
-                                     loss_conj)
+from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
+                                     loss_deriv, loss_curvature, loss_conj, loss_smoothable,
+                                     moreau_smoothing)
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_NO_MEMORY,
                                      epoch_hook, report_epoch, gap_certifies, gap_floor,
                                      gap_target)
@@ -31,6 +32,11 @@ DEF MAX_HALVINGS = 40
 #: features when lam is small; a blend towards the regulariser (Hsia, Chiang & Lin, 2018,
 #: use 0.01 in liblinear's scale) needed half the products of Jacobi on news20 at C = 10^4
 DEF PRECOND_MIX = 0.01
+#: continuation for the losses without a gradient: the smoothing width shrinks this much
+#: once the smoothed problem is solved past the error the smoothing leaves in the gap, and
+#: no further than MU_RANGE times its start
+DEF MU_FACTOR = 0.1
+DEF MU_RANGE = 1e-14
 
 
 cdef NewtonOptions newton_default_options() noexcept nogil:
@@ -63,11 +69,12 @@ cdef struct Eval:
 
 
 cdef Eval _gradient(const floating* data, const index_t* indices, const index_t* indptr,
-                    const NewtonProblem* P, const double* z, double* dv, double* curv,
-                    double* g, double* diag, Py_ssize_t m) noexcept nogil:
+                    const NewtonProblem* P, const Loss* L, const double* z, double* dv,
+                    double* curv, double* g, double* diag, Py_ssize_t m) noexcept nogil:
     """One pass over X at the scores z: dv_i = c_i phi'(z_i)/n, curv_i = c_i phi''(z_i)/n,
     g = X^T dv + lam w (the gradient), diag = lam + sum_i curv_i x_ij^2 (Jacobi
-    preconditioner); the loss and conjugate sums of the objective and of the dual."""
+    preconditioner), for the loss L Newton steps on (P.loss, or its Moreau smoothing); the
+    loss and conjugate sums of P.loss's objective and dual at a = -c phi'(z)."""
     cdef Py_ssize_t i, k, j
     cdef double c, inv_n = 1.0 / P.n, y, s, d1, sq
     cdef KahanSum ls = ksum_new(), cs = ksum_new()
@@ -84,11 +91,11 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
             dv[i] = 0.0
             curv[i] = 0.0
             continue
-        d1 = loss_deriv(&P.loss, s, y)
+        d1 = loss_deriv(L, s, y)
         ksum_add(&ls, c * loss_value(&P.loss, s, y))
         ksum_add(&cs, c * loss_conj(&P.loss, -d1, y))
         dv[i] = c * d1 * inv_n
-        curv[i] = c * loss_curvature(&P.loss, s, y) * inv_n
+        curv[i] = c * loss_curvature(L, s, y) * inv_n
         row = data + indptr[i]
         ind = indices + indptr[i]
         sparse_axpy(dv[i], row, ind, indptr[i + 1] - indptr[i], g)
@@ -159,8 +166,8 @@ cdef inline double _dot(const double* a, const double* b, Py_ssize_t m) noexcept
     return s
 
 
-cdef void _slope(const NewtonProblem* P, const double* z, const double* u, double t,
-                 double ws, double ss, double* d1, double* d2) noexcept nogil:
+cdef void _slope(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
+                 double t, double ws, double ss, double* d1, double* d2) noexcept nogil:
     """First and (generalised) second derivative in t of P(w + t s), from the scores."""
     cdef Py_ssize_t i
     cdef double c, a = 0.0, b = 0.0, v
@@ -168,14 +175,14 @@ cdef void _slope(const NewtonProblem* P, const double* z, const double* u, doubl
         c = _row_weight(P, i)
         if c != 0.0 and u[i] != 0.0:
             v = z[i] + t * u[i]
-            a += c * loss_deriv(&P.loss, v, P.y[i]) * u[i]
-            b += c * loss_curvature(&P.loss, v, P.y[i]) * u[i] * u[i]
+            a += c * loss_deriv(L, v, P.y[i]) * u[i]
+            b += c * loss_curvature(L, v, P.y[i]) * u[i] * u[i]
     d1[0] = a / P.n + P.lam * (ws + t * ss)
     d2[0] = b / P.n + P.lam * ss
 
 
-cdef double _exact_step(const NewtonProblem* P, const double* z, const double* u, double ws,
-                        double ss, double gs) noexcept nogil:
+cdef double _exact_step(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
+                        double ws, double ss, double gs) noexcept nogil:
     """argmin_t P(w + t s) for a descent direction s (P'(0) = gs < 0): Newton's method on the
     increasing P'(t), safeguarded by a bracket [lo, hi] with P'(lo) < 0 < P'(hi). O(n) per
     evaluation, no pass over X. For a piecewise quadratic loss (squared hinge) the step lands
@@ -183,18 +190,18 @@ cdef double _exact_step(const NewtonProblem* P, const double* z, const double* u
     from t = 1 cannot find when the generalised Hessian misleads."""
     cdef double lo = 0.0, hi = 1.0, t = 1.0, d1, d2, tn
     cdef int k
-    _slope(P, z, u, hi, ws, ss, &d1, &d2)
+    _slope(P, L, z, u, hi, ws, ss, &d1, &d2)
     k = 0
     while d1 < 0.0 and k < 60:          # find an upper end (a full step is usually past it)
         lo = hi
         hi *= 2.0
-        _slope(P, z, u, hi, ws, ss, &d1, &d2)
+        _slope(P, L, z, u, hi, ws, ss, &d1, &d2)
         k += 1
     if d1 < 0.0:
         return hi
     t = hi if lo == 0.0 else lo
     for k in range(60):
-        _slope(P, z, u, t, ws, ss, &d1, &d2)
+        _slope(P, L, z, u, t, ws, ss, &d1, &d2)
         if fabs(d1) <= 1e-12 * fabs(gs):
             return t
         if d1 < 0.0:
@@ -210,8 +217,8 @@ cdef double _exact_step(const NewtonProblem* P, const double* z, const double* u
     return lo
 
 
-cdef double _line_change(const NewtonProblem* P, const double* z, const double* u, double t,
-                         double ws, double ss) noexcept nogil:
+cdef double _line_change(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
+                         double t, double ws, double ss) noexcept nogil:
     """P(w + t s) - P(w) from the scores z and u = X s, row by row (a difference of
     nearby values per row, summed with compensation: accurate where P itself is not)."""
     cdef KahanSum acc = ksum_new()
@@ -220,8 +227,8 @@ cdef double _line_change(const NewtonProblem* P, const double* z, const double* 
     for i in range(P.n):
         c = _row_weight(P, i)
         if c != 0.0 and u[i] != 0.0:
-            ksum_add(&acc, c * (loss_value(&P.loss, z[i] + t * u[i], P.y[i])
-                                - loss_value(&P.loss, z[i], P.y[i])))
+            ksum_add(&acc, c * (loss_value(L, z[i] + t * u[i], P.y[i])
+                                - loss_value(L, z[i], P.y[i])))
     return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
 
 
@@ -236,6 +243,11 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     cdef double values[NEWTON_HOOK_VALUES]
     cdef int status = STATUS_MAX_EPOCHS, stop
     cdef bint fresh, model_ok = False
+    # a loss without a gradient: Newton on its Moreau envelope of width mu, shrinking mu
+    # (continuation); the certificate stays that of P.loss, as -phi_mu' is dual feasible
+    cdef bint smoothing = loss_smoothable(&P.loss)
+    cdef Loss L = P.loss
+    cdef double mu = 1.0, mu_min, gap_mu
     # piecewise quadratic losses: their generalised Hessian can mislead a unit step
     cdef bint exact_search = P.loss.kind != LOSS_LOGISTIC
     cdef double predicted, change
@@ -265,15 +277,30 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     _scores(data, indices, indptr, P, P.w, z)
     res.passes = 1
     fresh = True
+    if smoothing:
+        if P.loss.kind != LOSS_HINGE:       # the start's residuals inside the quadratic part
+            for i in range(n):
+                mu = max(mu, fabs(z[i] - P.y[i]) - P.loss.param)
+        mu_min = MU_RANGE * mu
+        L = moreau_smoothing(&P.loss, mu)
     it = 0
     cg = 0
     t = NAN
     while True:
-        e = _gradient(data, indices, indptr, P, z, dv, curv, g, diag, m)
+        e = _gradient(data, indices, indptr, P, &L, z, dv, curv, g, diag, m)
         res.passes += 1
         primal = e.loss_sum + 0.5 * P.lam * _dot(P.w, P.w, m)
         dual = -0.5 * e.xta_sq / P.lam - e.conj_sum
         gap = primal - dual if isfinite(primal) and isfinite(dual) else INFINITY
+        if smoothing and mu > mu_min and not gap_certifies(gap, dual, opt.tol, floor):
+            # the smoothed problem's own gap is ||g||^2 / (2 lam); once it is below half
+            # the gap of P.loss, the smoothing is what is left: narrow it
+            gap_mu = 0.5 * _dot(g, g, m) / P.lam
+            if gap_mu <= 0.5 * gap:
+                mu *= MU_FACTOR
+                L = moreau_smoothing(&P.loss, mu)
+                model_ok = False
+                continue
         if gap_certifies(gap, dual, opt.tol, floor):
             if not fresh:   # certify on scores recomputed from w, not carried along
                 _scores(data, indices, indptr, P, P.w, z)
@@ -358,16 +385,22 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         predicted = 0.5 * (gs - _dot(s, r, m))
         t = 1.0
         if exact_search:
-            t = _exact_step(P, z, u, ws, ss, gs)
+            t = _exact_step(P, &L, z, u, ws, ss, gs)
         for h in range(MAX_HALVINGS):
-            change = _line_change(P, z, u, t, ws, ss)
+            change = _line_change(P, &L, z, u, t, ws, ss)
             if change <= ARMIJO * t * gs:
                 break
             t *= 0.5
         else:
             t = 0.0
         model_ok = t == 1.0 and fabs(change - predicted) <= 0.01 * fabs(predicted)
-        if t == 0.0 or not (gs < 0.0):
+        if (t == 0.0 or not (gs < 0.0)) and smoothing and mu > mu_min:
+            # the envelope is solved as far as this precision allows: narrow it
+            mu *= MU_FACTOR
+            L = moreau_smoothing(&P.loss, mu)
+            model_ok = False
+            t = 0.0
+        elif t == 0.0 or not (gs < 0.0):
             # no decrease left at this precision: stop where the certificate says (tol = 0
             # asks for the whole budget: the iterations go on in place)
             res.stalled = 1

@@ -8,7 +8,9 @@ from .._params import Boolean, Interval, Integral, Real
 from ..model import Model, warm_start_coef
 from . import _newton
 
-LOSSES = _losses.SMOOTH_LOSSES
+#: the differentiable losses, and the two without a gradient, solved by continuation on
+#: their Moreau envelopes
+LOSSES = _losses.SMOOTH_LOSSES + ("hinge", "epsilon_insensitive")
 
 
 def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=1000,
@@ -45,8 +47,15 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     ``"smooth_hinge"`` (``smoothing``), ``"squared"`` ``(y - x.w)^2 / 2``,
     ``"squared_epsilon_insensitive"`` ``max(0, |y - x.w| - epsilon)^2`` (-s 11). The
     squared hinge and squared epsilon-insensitive losses are once differentiable; their
-    generalised Hessian is used, as in liblinear. ``"hinge"`` and ``"epsilon_insensitive"``
-    have no gradient: use ``train_sdca`` (or ``train_linear``, which picks).
+    generalised Hessian is used, as in liblinear. ``"hinge"`` ``max(0, 1 - m)`` (-s 3) and
+    ``"epsilon_insensitive"`` ``max(0, |y - x.w| - epsilon)`` (-s 13) have no gradient:
+    Newton then steps on their Moreau envelope of width ``mu`` (the smooth hinge of width mu;
+    the epsilon-insensitive loss made quadratic for excesses below mu), starting from mu = 1
+    (the hinge) or the largest excess at the start (so that every row starts in the
+    quadratic part), and narrows mu tenfold whenever the envelope's own gap
+    ``||g||^2 / (2 lam)`` falls below half the gap of the true loss. The dual point
+    ``a = -c phi_mu'(Xw)`` is feasible for the true loss, so the certificate, and the
+    stopping rule, are those of the problem asked for (docs/newton.md).
 
     Parameters
     ----------
