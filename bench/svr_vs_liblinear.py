@@ -11,8 +11,10 @@ liblinear's scale ``F(w) = (1/2)||w||^2 + C sum_i loss_i(w)`` (ours is ``F / (C 
 * F*: the exact optimum, from the primal as a QP solved by Clarabel (interior point, tight
   tolerances; independent of both solvers), polished for the L2 loss by generalised Newton;
 * ours: ``train_sdca(..., tol=1e-10)`` with the default budget (``max_epochs=5000``) and with
-  ``--long`` epochs (default 100000); its objective, its relative difference to liblinear's
-  and to F*, the certified gap ``(P - D) / P`` and the seconds.
+  ``--long`` epochs (default 100000), and ``train_linear(..., tol=1e-10)`` (SDCA, then
+  Newton: on the L1 loss by smoothing continuation) with its defaults; each one's
+  objective, its relative difference to liblinear's and to F*, the certified gap
+  ``(P - D) / P`` and the seconds.
 
 Every objective is recomputed here in NumPy from the returned w. Single-threaded BLAS.
 
@@ -119,12 +121,12 @@ def run_liblinear(X, y, C, s, tol=1e-8, eps=EPSILON):
                 switched="Switching to use -s 11" in out)
 
 
-def run_ours(X, y, C, loss, max_epochs, tol=1e-10, eps=EPSILON):
+def run_ours(X, y, C, loss, solver, max_epochs, tol=1e-10, eps=EPSILON):
+    train = dualsolve.train_linear if solver == "linear" else dualsolve.train_sdca
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dualsolve.ConvergenceWarning)
         t0 = time.perf_counter()
-        m = dualsolve.train_sdca(X, y, loss=loss, C=C, epsilon=eps, tol=tol,
-                                 max_epochs=max_epochs, seed=0)
+        m = train(X, y, loss=loss, C=C, epsilon=eps, tol=tol, max_epochs=max_epochs, seed=0)
         dt = time.perf_counter() - t0
     h = m.history[np.isfinite(m.history["gap"])][-1]
     return dict(w=m.coef, time=dt, epochs=m.n_epochs, stop=m.stop_reason,
@@ -146,10 +148,11 @@ def main(argv=None):
                 Fstar, _ = exact_optimum(X, y, C, loss)
                 peers = [s] + ([11] if s == 12 else [])
                 lls = {k: run_liblinear(X, y, C, k) for k in peers}
-                for budget in (5000, args.long):
-                    o = run_ours(X, y, C, loss, budget)
+                for solver, budget in (("sdca", 5000), ("sdca", args.long), ("linear", 5000)):
+                    o = run_ours(X, y, C, loss, solver, budget)
                     Fo = objective(X, y, o["w"], C, loss)
-                    row = dict(data=name, n=n, C=C, loss=loss, F_star=Fstar, budget=budget,
+                    row = dict(data=name, n=n, C=C, loss=loss, F_star=Fstar, solver=solver,
+                               budget=budget,
                                ours=Fo, ours_rel_star=(Fo - Fstar) / Fstar,
                                ours_gap_rel=o["gap_rel"], epochs=o["epochs"], stop=o["stop"],
                                ours_time=o["time"], liblinear={})
@@ -172,7 +175,8 @@ def _line(r):
         f"[-s {k}: F={v['F']:.10g} rel*={v['rel_star']:+.1e} ours-vs={v['rel_ours']:+.1e} "
         f"iter={v['dual_iter']}+{v['newton_iter']}N{' CAP' if v['capped'] else ''} "
         f"{v['time']:.2f}s]" for k, v in r["liblinear"].items())
-    return (f"{r['data']} C={r['C']:g} {r['loss']} F*={r['F_star']:.10g} | ours@{r['budget']}: "
+    return (f"{r['data']} C={r['C']:g} {r['loss']} F*={r['F_star']:.10g} | "
+            f"{r['solver']}@{r['budget']}: "
             f"F={r['ours']:.10g} rel*={r['ours_rel_star']:+.1e} gap={r['ours_gap_rel']:.1e} "
             f"{r['epochs']} ep {r['stop']} {r['ours_time']:.2f}s | {ll}")
 

@@ -1,6 +1,7 @@
 """``train_linear``: one entry point for L2-regularised linear models; it runs the named
 solver, or (``solver="auto"``) SDCA and, where SDCA is slow, Newton from its iterate."""
 import inspect
+import math
 from dataclasses import replace
 
 from ._core import losses as _losses
@@ -16,14 +17,22 @@ from .sdca.api import SDCA, train_sdca
 SOLVERS = {"sdca": SDCA, "newton": NEWTON}
 _FUNCTIONS = {"sdca": train_sdca, "newton": train_newton}
 
-#: auto runs SDCA first, and a problem it has not certified after this many epochs goes on
-#: with Newton from SDCA's w (switches_to_newton: not for the (squared) hinge). Measured
-#: on news20 logistic (bench/large_c.py, docs/benchmarks.md): C = 1, SDCA certifies in 6
-#: epochs; C = 100, SDCA alone 69 epochs (1.65 s), Newton alone 75 passes (2.8 s), 10 epochs
-#: then Newton 30 passes (1.3 s); C = 10^4, Newton alone 190 passes (7.1 s), 10 epochs then
-#: Newton 104 passes (3.8 s): the first epochs of dual ascent are cheap progress that
-#: Newton's first iterations buy dearly (5 epochs: 166 passes, 20: 95, 40: 106).
+#: auto runs SDCA first and, from this epoch on, hands over to Newton (from SDCA's w) when
+#: SDCA's own rate predicts more than SDCA_AHEAD further epochs to the certificate
+#: (switches_to_newton: not for the (squared) hinge). Measured on news20 logistic
+#: (bench/large_c.py, docs/newton.md): C = 1, SDCA certifies in 6 epochs; C = 100, SDCA
+#: alone 69 epochs (1.65 s), Newton alone 75 passes (2.8 s), 10 epochs then Newton 30
+#: passes (1.3 s); C = 10^4, Newton alone 190 passes (7.1 s), 10 epochs then Newton 104
+#: passes (3.8 s): the first epochs of dual ascent are cheap progress that Newton's first
+#: iterations buy dearly (5 epochs: 166 passes, 20: 95, 40: 106). But on IMDB (rows
+#: nearly orthogonal: 2.5M bigram features for 50k reviews) SDCA itself is fast at
+#: C = 10^4 (liblinear's dual solver: 23 passes), so the hand-over waits for the rate.
 SWITCH_EPOCHS = 10
+#: SDCA goes on while its rate predicts at most this many more epochs (about what Newton's
+#: passes cost when it takes over: 30 to 100 on news20)
+SDCA_AHEAD = 30
+#: the rate is the pass estimates' decrease over this many epochs
+RATE_SPAN = 5
 
 #: losses Newton takes but that auto leaves to SDCA: the squared hinge's generalised
 #: Hessian misleads Newton's step on nearly separable data at large C, and the hinge's
@@ -54,13 +63,14 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
     - ``solver="sdca"``: :func:`dualsolve.train_sdca`, dual coordinate ascent (every loss);
     - ``solver="newton"``: :func:`dualsolve.train_newton`, primal Newton with conjugate
       gradients (every loss; hinge and epsilon-insensitive by smoothing continuation);
-    - ``solver="auto"`` (default): SDCA, and when it has not certified the problem after
-      ``SWITCH_EPOCHS = 10`` epochs, Newton from SDCA's ``w`` (what remains at a large C or
-      on unscaled data, where a dual epoch gains little and a Newton iteration's cost
-      hardly changes) for logistic, smooth hinge, squared and both epsilon-insensitive
-      losses. The hinge and the squared hinge stay with SDCA. What ran is ``Model.params["solver_chosen"]`` (``"sdca"`` or
-      ``"sdca+newton"``, with ``params["sdca_epochs"]``); the command line's liblinear
-      ``-s`` numbers use the same rule.
+    - ``solver="auto"`` (default): SDCA, and from epoch ``SWITCH_EPOCHS = 10`` on, when
+      SDCA's own rate predicts more than ``SDCA_AHEAD = 30`` further epochs to the
+      certificate, Newton from SDCA's ``w`` (what remains at a large C or on unscaled
+      data, where a dual epoch gains little and a Newton iteration's cost hardly changes)
+      for logistic, smooth hinge, squared and both epsilon-insensitive losses. The hinge
+      and the squared hinge stay with SDCA. What ran is ``Model.params["solver_chosen"]``
+      (``"sdca"`` or ``"sdca+newton"``, with ``params["sdca_epochs"]``, the epoch of the
+      hand-over); the command line's liblinear ``-s`` numbers use the same rule.
 
     Both stop on a certified duality gap ``<= tol * D`` (relative suboptimality at most
     ``tol``; see ``docs/api.md``). Arguments as in :func:`dualsolve.train_sdca`; ``max_epochs`` counts
@@ -119,21 +129,74 @@ def _options(name, o):
     return options
 
 
-def _run(name, p, o, mon):
+def _run(name, p, o, mon, wrap=None):
+    """Run one solver's engine; ``wrap`` puts a view (reading the engine's own values)
+    around its padded view of the monitor."""
     chosen = SOLVERS[name]
     if p.loss not in chosen.losses:
         raise ValueError(f"solver={name!r} does not take loss={p.loss!r} (it takes "
                          f"{list(chosen.losses)}); use solver='auto' or 'sdca'")
-    res = chosen.engine(p, _options(name, o), _Padded(mon, chosen))
+    view = _Padded(mon, chosen)
+    res = chosen.engine(p, _options(name, o), wrap(view) if wrap else view)
     res.info = dict(res.info, solver_chosen=name)
     return res
 
 
+class _Watch(MonitorView):
+    """Watches SDCA's epochs (values primal, dual, gap, gap_estimate, ...) and stops it, to
+    hand over to Newton, when from SWITCH_EPOCHS on its pass estimates, decreasing
+    geometrically at the rate of the last RATE_SPAN epochs, would need more than
+    SDCA_AHEAD epochs to reach tol times the last certified lower bound (the estimates
+    scaled by how far the last exact check was above them: near the end they
+    under-estimate the gap of w(alpha)). Computed values only, never clocks: a seed still
+    determines the result."""
+
+    def __init__(self, tol):
+        self.tol = tol
+        self.estimates = {}
+        self.lower = math.nan
+        self.bias = 1.0         # how far an exact check found the gap above the estimate
+        self.handed_over = False
+
+    def report(self, epoch, values):
+        status = self.mon.report(epoch, values)
+        if status:
+            return status
+        primal, dual, gap, estimate = values[:4]
+        if math.isfinite(dual) and dual > 0.0:
+            self.lower = dual
+        if math.isfinite(gap) and estimate > 0.0:
+            self.bias = max(1.0, gap / estimate)
+        self.estimates[epoch] = estimate
+        if epoch >= SWITCH_EPOCHS and self._ahead(epoch) > SDCA_AHEAD:
+            self.handed_over = True
+            return _status.CALLBACK
+        return 0
+
+    def around(self, view):
+        """Watch ``view`` (the engine's padded view of the monitor); returns self."""
+        super().__init__(view)
+        return self
+
+    def _ahead(self, epoch):
+        """Epochs SDCA's rate predicts to the target (inf: no rate, or no lower bound)."""
+        now, then = self.estimates.get(epoch), self.estimates.get(epoch - RATE_SPAN)
+        target = self.tol * self.lower
+        if not (now is not None and then is not None and now > 0.0 and target > 0.0):
+            return math.inf
+        if now * self.bias <= target:
+            return 0.0
+        if not now < then:
+            return math.inf
+        return math.log(target / (now * self.bias)) / (math.log(now / then) / RATE_SPAN)
+
+
 def _sdca_then_newton(p, o, mon):
-    k = min(SWITCH_EPOCHS, p.max_epochs)
-    first = _run("sdca", replace(p, max_epochs=k), o, mon)
-    if first.status != _status.MAX_EPOCHS or k == p.max_epochs:
+    watch = _Watch(p.tol)
+    first = _run("sdca", p, o, mon, wrap=watch.around)
+    if not watch.handed_over or first.status != _status.CALLBACK:
         return first                        # certified, stopped, or the whole budget
+    k = first.n_epochs
     start = Model(first.coef, intercept=first.intercept)
     res = _run("newton", replace(p, max_epochs=p.max_epochs - k, warm_start=start), o,
                _After(mon, k))

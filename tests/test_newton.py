@@ -215,12 +215,12 @@ def test_curvature_is_the_derivative_of_the_derivative():
 
 def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     X, y = heart
-    k = SWITCH_EPOCHS
     m = ds.train_linear(X, y, C=1e4, tol=1e-10)
     assert m.params["solver_chosen"] == "sdca+newton" and m.stop_reason == "converged"
-    assert m.params["sdca_epochs"] == k
-    # exactly: k SDCA epochs, then Newton from their w
-    first = ds.train_sdca(X, y, C=1e4, max_epochs=k, tol=1e-10)
+    k = m.params["sdca_epochs"]
+    assert k >= SWITCH_EPOCHS
+    # exactly: SDCA stopped after epoch k, then Newton from its w
+    first = ds.train_sdca(X, y, C=1e4, tol=1e-10, callback=lambda info: info["epoch"] >= k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = ds.train_newton(X, y, C=1e4, tol=1e-10, warm_start=first.coef)
@@ -232,15 +232,45 @@ def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     assert np.isnan(m.history["cg_iters"][:k + 1]).all()
     assert m.n_epochs == k + ref.n_epochs
     assert m.history["gap"][-1] <= 1e-10 * m.history["dual"][-1]
-    # SDCA certifies a well conditioned problem alone; losses without a gradient, and the
-    # squared hinge, never switch
+    # SDCA certifies a well conditioned problem alone; the hinge and the squared hinge
+    # never switch
     assert ds.train_linear(X, y, C=0.01).params["solver_chosen"] == "sdca"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for loss in ("hinge", "squared_hinge"):
-            m = ds.train_linear(X, y, C=1e4, loss=loss, max_epochs=2 * k)
-            assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * k
+            m = ds.train_linear(X, y, C=1e4, loss=loss, max_epochs=2 * SWITCH_EPOCHS)
+            assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * SWITCH_EPOCHS
     assert switches_to_newton("squared") and not switches_to_newton("squared_hinge")
+
+
+def test_hand_over_follows_sdcas_rate():
+    """The watch hands over when the pass estimates' rate predicts more than SDCA_AHEAD
+    epochs to tol * D, and not while it predicts fewer."""
+    from dualsolve.linear import RATE_SPAN, SDCA_AHEAD, _Watch
+
+    class Sink:
+        columns = ("primal", "dual", "gap", "gap_estimate")
+        n_values = 4
+        error = None
+
+        def report(self, epoch, values):
+            return 0
+
+    def run(rate, tol=1e-6):
+        w = _Watch(tol).around(Sink())
+        w.report(0, (1.0, 0.5, 0.5, float("nan")))
+        for e in range(1, 200):
+            if w.report(e, (float("nan"), float("nan"), float("nan"), 0.5 * rate ** e)):
+                return e
+        return None
+
+    # 1e-6 * 0.5 is reached from 0.5 * r^e at e = log(1e-6) / log(r)
+    fast = 10.0 ** (-6 / (SWITCH_EPOCHS + SDCA_AHEAD - 5))
+    slow = 10.0 ** (-6 / (SWITCH_EPOCHS + SDCA_AHEAD + 20))
+    assert run(fast) is None
+    assert run(slow) == SWITCH_EPOCHS
+    assert run(1.0) == SWITCH_EPOCHS          # no progress: no rate
+    assert RATE_SPAN < SWITCH_EPOCHS
 
 
 def test_auto_budget_counts_both_solvers(heart):
@@ -249,6 +279,7 @@ def test_auto_budget_counts_both_solvers(heart):
         m = ds.train_linear(X, y, C=1e4, tol=1e-14, max_epochs=SWITCH_EPOCHS + 1)
     assert m.n_epochs == SWITCH_EPOCHS + 1 and m.stop_reason == "max_epochs"
     assert m.history["epoch"][-1] == SWITCH_EPOCHS + 1
+    assert m.params["solver_chosen"] == "sdca+newton" and m.params["sdca_epochs"] == SWITCH_EPOCHS
     with pytest.warns(ds.ConvergenceWarning):
         m = ds.train_linear(X, y, C=1e4, tol=1e-14, max_epochs=3)
     assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 3
