@@ -37,6 +37,7 @@ DEF PRECOND_MIX = 0.01
 #: no further than MU_RANGE times its start
 DEF MU_FACTOR = 0.1
 DEF MU_RANGE = 1e-14
+DEF SMOOTH_PATIENCE = 50
 
 
 cdef NewtonOptions newton_default_options() noexcept nogil:
@@ -247,7 +248,10 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     # (continuation); the certificate stays that of P.loss, as -phi_mu' is dual feasible
     cdef bint smoothing = loss_smoothable(&P.loss)
     cdef Loss L = P.loss
-    cdef double mu = 1.0, mu_min, gap_mu
+    cdef double mu = 1.0, mu_min = 0.0, gap_mu
+    cdef bint stop_after_report = False
+    cdef double best_gap = INFINITY
+    cdef Py_ssize_t best_it = 0
     # piecewise quadratic losses: their generalised Hessian can mislead a unit step
     cdef bint exact_search = P.loss.kind != LOSS_LOGISTIC
     cdef double predicted, change
@@ -292,15 +296,27 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         primal = e.loss_sum + 0.5 * P.lam * _dot(P.w, P.w, m)
         dual = -0.5 * e.xta_sq / P.lam - e.conj_sum
         gap = primal - dual if isfinite(primal) and isfinite(dual) else INFINITY
-        if smoothing and mu > mu_min and not gap_certifies(gap, dual, opt.tol, floor):
+        if smoothing and not gap_certifies(gap, dual, opt.tol, floor):
             # the smoothed problem's own gap is ||g||^2 / (2 lam); once it is below half
-            # the gap of P.loss, the smoothing is what is left: narrow it
+            # the gap of P.loss, the smoothing is what is left: narrow it (and at the
+            # narrowest, nothing is left to gain at this precision: stop as stalled)
             gap_mu = 0.5 * _dot(g, g, m) / P.lam
-            if gap_mu <= 0.5 * gap:
+            if gap_mu <= 0.5 * gap and mu > mu_min:
                 mu *= MU_FACTOR
                 L = moreau_smoothing(&P.loss, mu)
                 model_ok = False
                 continue
+            if gap_mu <= 0.5 * gap and opt.tol > 0:
+                res.stalled = 1
+                stop_after_report = True
+            # and a gap that has not dropped by a tenth in SMOOTH_PATIENCE iterations has
+            # met the precision of the narrow envelope's Newton steps
+            if gap < 0.9 * best_gap:
+                best_gap = gap
+                best_it = it
+            elif it - best_it >= SMOOTH_PATIENCE and opt.tol > 0:
+                res.stalled = 1
+                stop_after_report = True
         if gap_certifies(gap, dual, opt.tol, floor):
             if not fresh:   # certify on scores recomputed from w, not carried along
                 _scores(data, indices, indptr, P, P.w, z)
@@ -322,7 +338,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         if P.dual != NULL:          # the reported certificate's dual point (dv = c phi' / n)
             for i in range(n):
                 P.dual[i] = -n * dv[i]
-        if status != STATUS_MAX_EPOCHS or it >= opt.max_epochs:
+        if status != STATUS_MAX_EPOCHS or it >= opt.max_epochs or stop_after_report:
             break
         # --- preconditioned CG on H s = -g from s = 0, until ||r|| <= forcing ||g||
         # the residual is about the next gradient, and a gradient below sqrt(2 lam target)
