@@ -141,5 +141,6 @@ NEWTON = register(Solver(
     weights=True,
     history=("cg_iters", "step", "passes"),
     certificate="duality gap " + certified("P(w) - D(a)", "D(a)", "P(0)")
-    + ", a = -phi'(Xw)",
+    + ", a = -phi'(Xw) (for hinge and epsilon_insensitive: -phi_mu', the derivative of the "
+    "smoothing Newton steps on)",
     engine=_engine))
