@@ -2,7 +2,9 @@
 """C-level interface of the primal Newton engine, for ``cimport`` from other extensions.
 
 Problem (no copy of X; CSR arrays as raw pointers, float32/float64 data, int32/int64
-indices), for a differentiable loss ``phi`` of ``dualsolve._core.losses``::
+indices), for a differentiable loss ``phi`` of ``dualsolve._core.losses`` (the hinge and
+the epsilon-insensitive loss too: Newton then steps on their Moreau envelopes, narrowed
+by continuation, and the certificate stays that of ``phi``; see ``docs/newton.md``)::
 
     min_w  P(w) = (1/n) sum_i c_i phi(x_i.w + bias * w[d]; y_i) + (lam/2) ||w||^2
 
@@ -36,7 +38,8 @@ ctypedef struct NewtonProblem:
     Py_ssize_t d              # features of X (w has d + (bias != 0) entries)
     const double* y           # labels -1 / +1, or real targets
     const double* weight      # loss weight c_i of each row, or NULL for all ones
-    Loss loss                 # differentiable (losses.SMOOTH_LOSSES)
+    Loss loss                 # differentiable (losses.SMOOTH_LOSSES), or hinge /
+                              # epsilon-insensitive (losses.loss_smoothable)
     double lam                # > 0
     double bias               # value of the implicit constant feature; 0 for none
     double* w                 # in/out: the iterate (a warm start when nonzero)
