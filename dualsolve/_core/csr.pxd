@@ -74,6 +74,30 @@ cdef inline void sparse_axpy(double a, const floating* data, const index_t* ind,
         k += 1
 
 
+cdef inline double sparse_dot_even(const floating* data, const index_t* ind, Py_ssize_t nnz,
+                                   const double* pair) noexcept nogil:
+    """sum_k data[k] * pair[2 ind[k]]: sparse_dot on the even slots of an interleaved pair of
+    vectors (Newton's CG direction p_j = pair[2j] beside its product q_j = pair[2j+1])."""
+    cdef double s0 = 0.0, s1 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 1 < nnz:
+        s0 += data[k] * pair[2 * <Py_ssize_t>ind[k]]
+        s1 += data[k + 1] * pair[2 * <Py_ssize_t>ind[k + 1]]
+        k += 2
+    if k < nnz:
+        s0 += data[k] * pair[2 * <Py_ssize_t>ind[k]]
+    return s0 + s1
+
+
+cdef inline void sparse_axpy_odd(double a, const floating* data, const index_t* ind,
+                                 Py_ssize_t nnz, double* pair) noexcept nogil:
+    """pair[2 ind[k] + 1] += a * data[k]: sparse_axpy into the odd slots of an interleaved
+    pair, whose cache lines a sparse_dot_even of the same row has just loaded."""
+    cdef Py_ssize_t k
+    for k in range(nnz):
+        pair[2 * <Py_ssize_t>ind[k] + 1] += a * data[k]
+
+
 cdef inline double sparse_sqnorm(const floating* data, Py_ssize_t nnz) noexcept nogil:
     """sum_k data[k]^2 (duplicate indices are treated as separate entries; see csr_row_sqnorms)."""
     cdef double s = 0.0

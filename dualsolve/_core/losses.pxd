@@ -299,7 +299,11 @@ cdef inline double loss_conj(const Loss* L, double a, double y) noexcept nogil:
             return a + 0.5 * g * a * a
         u = _smooth_hinge_conj_u(a, c1, c2, g)
         return 2.0 * u + a + 0.5 * g * (u * u / c1 + (a + u) * (a + u) / c2)
-    if L.kind == LOSS_EPS_INSENSITIVE or L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
+    if L.kind == LOSS_EPS_INSENSITIVE:
+        if a < -1.0 or a > 1.0:
+            return INFINITY
+        return -a * y + g * fabs(a)
+    if L.kind == LOSS_SMOOTH_EPS_INSENSITIVE:
         if a < -1.0 or a > 1.0:
             return INFINITY
         return -a * y + g * fabs(a) + 0.5 * L.mu * a * a

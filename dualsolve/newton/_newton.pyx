@@ -15,7 +15,8 @@ from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
+from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
+                                  sparse_dot_even, sparse_axpy_odd)
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
                                      loss_deriv, loss_curvature, loss_conj, loss_smoothable,
@@ -117,26 +118,11 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
     return e
 
 
-cdef inline double _dot_even(const floating* data, const index_t* ind, Py_ssize_t nnz,
-                             const double* pq) noexcept nogil:
-    """sum_k data[k] * pq[2 ind[k]] (the direction's entries of the interleaved pair)."""
-    cdef double s0 = 0.0, s1 = 0.0
-    cdef Py_ssize_t k = 0
-    while k + 1 < nnz:
-        s0 += data[k] * pq[2 * <Py_ssize_t>ind[k]]
-        s1 += data[k + 1] * pq[2 * <Py_ssize_t>ind[k + 1]]
-        k += 2
-    if k < nnz:
-        s0 += data[k] * pq[2 * <Py_ssize_t>ind[k]]
-    return s0 + s1
-
-
-cdef inline void _axpy_odd(double a, const floating* data, const index_t* ind, Py_ssize_t nnz,
-                           double* pq) noexcept nogil:
-    """pq[2 ind[k] + 1] += a * data[k] (the product's entries of the interleaved pair)."""
-    cdef Py_ssize_t k
-    for k in range(nnz):
-        pq[2 * <Py_ssize_t>ind[k] + 1] += a * data[k]
+cdef inline double _narrow(const NewtonProblem* P, Loss* L, double mu) noexcept nogil:
+    """The continuation's step: the envelope of P.loss MU_FACTOR times narrower, into L."""
+    mu *= MU_FACTOR
+    L[0] = moreau_smoothing(&P.loss, mu)
+    return mu
 
 
 cdef void _hessian_times(const floating* data, const index_t* indices, const index_t* indptr,
@@ -153,8 +139,8 @@ cdef void _hessian_times(const floating* data, const index_t* indices, const ind
         if curv[i] == 0.0:
             continue
         nnz = indptr[i + 1] - indptr[i]
-        t = curv[i] * (_dot_even(data + indptr[i], indices + indptr[i], nnz, pq) + b)
-        _axpy_odd(t, data + indptr[i], indices + indptr[i], nnz, pq)
+        t = curv[i] * (sparse_dot_even(data + indptr[i], indices + indptr[i], nnz, pq) + b)
+        sparse_axpy_odd(t, data + indptr[i], indices + indptr[i], nnz, pq)
         if P.bias != 0.0:
             pq[2 * P.d + 1] += t * P.bias
 
@@ -302,8 +288,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
             # narrowest, nothing is left to gain at this precision: stop as stalled)
             gap_mu = 0.5 * _dot(g, g, m) / P.lam
             if gap_mu <= 0.5 * gap and mu > mu_min:
-                mu *= MU_FACTOR
-                L = moreau_smoothing(&P.loss, mu)
+                mu = _narrow(P, &L, mu)
                 model_ok = False
                 continue
             if gap_mu <= 0.5 * gap and opt.tol > 0:
@@ -412,8 +397,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         model_ok = t == 1.0 and fabs(change - predicted) <= 0.01 * fabs(predicted)
         if (t == 0.0 or not (gs < 0.0)) and smoothing and mu > mu_min:
             # the envelope is solved as far as this precision allows: narrow it
-            mu *= MU_FACTOR
-            L = moreau_smoothing(&P.loss, mu)
+            mu = _narrow(P, &L, mu)
             model_ok = False
             t = 0.0
         elif t == 0.0 or not (gs < 0.0):
