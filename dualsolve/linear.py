@@ -4,7 +4,6 @@ import inspect
 import math
 from dataclasses import replace
 
-from ._core import losses as _losses
 from ._core import status as _status
 from ._driver import Solver, certified, fit, register
 from ._monitor import MonitorView
