@@ -102,25 +102,32 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
 
 
 def _extrapolated(done, lam, p, solver):
-    """SDCA's warm start for the next lam: the dual variables extrapolated linearly in
-    log lam from the last two solutions, then put back into the loss's dual domain. The
-    optimal duals move smoothly with log lam: on news20 (a factor-2 grid of C) this halves
-    the epochs of the path where the last solution alone saves a third. (A quadratic
-    through three solutions saved a little more on news20 but amplified the error of the
-    inexact solves at large C on a9a, tripling the time of a path to C = 1024.) Other
-    solvers, and one-vs-rest, start from the last model."""
+    """SDCA's warm start for the next lam from the last two solutions, extrapolated
+    linearly in log lam. For a smooth loss the primal is extrapolated and the dual read
+    off it, ``a = -c phi'(X w)``: the primal moves smoothly with log lam where the duals of
+    the rows leaving the margin do not (news20 logistic, a factor-2 grid of C: the start's
+    relative gap at C = 64 is 1.3e-2 against 1.7 from the extrapolated duals). Otherwise
+    the dual variables are extrapolated and put back into the loss's dual domain (a
+    quadratic through three solutions saved a little more on news20 but amplified the
+    error of the inexact solves at large C on a9a). Other solvers, and one-vs-rest, start
+    from the last model."""
     last = done[-2:]
     if (solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last)
             or last[-1].params.get("multi_class", "ovr") != "ovr"):
         return done[-1]
     s = np.log([m.params["lam"] for m in last])
-    if len(set(s.tolist())) < len(s):
+    if s[0] == s[1]:
         return done[-1]
-    t = np.log(lam)
-    # Lagrange weights of the line through (s_k, a_k), evaluated at t
-    weights = [np.prod([(t - s[j]) / (s[k] - s[j]) for j in range(len(s)) if j != k])
-               for k in range(len(s))]
-    a = sum(w * m.dual for w, m in zip(weights, last))
+    r = (np.log(lam) - s[1]) / (s[1] - s[0])
+    if p.loss in _losses.SMOOTH_LOSSES:
+        coef = last[1].coef + r * (last[1].coef - last[0].coef)
+        b = last[1].intercept + r * (last[1].intercept - last[0].intercept)
+        X = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape, copy=False)
+        a = -_losses.derivative(p.loss, X @ coef + b, p.y, p.loss_param)
+        if p.weight is not None:
+            a *= p.weight
+    else:
+        a = last[1].dual + r * (last[1].dual - last[0].dual)
     lo, hi = _losses.dual_bounds(p.loss, p.y, p.loss_param)
     if p.weight is not None:
         lo, hi = lo * p.weight, hi * p.weight
