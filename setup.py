@@ -45,12 +45,43 @@ def build_jobs():
 
 
 class ParallelBuildExt(build_ext):
-    """build_ext with one compiler process per core unless --parallel was given."""
+    """build_ext with one compiler process per core unless --parallel was given, and with
+    OpenMP where the compiler has it (the threaded loops of ``n_jobs``)."""
 
     def finalize_options(self):
         super().finalize_options()
         if not self.parallel:
             self.parallel = build_jobs()
+
+    def build_extensions(self):
+        flags = openmp_flags(self.compiler, self.build_temp)
+        if flags is None:
+            print("dualsolve: this compiler has no OpenMP; the compiled loops are built "
+                  "serial (n_jobs still runs one-vs-rest classes in threads)")
+        else:
+            for ext in self.extensions:
+                ext.extra_compile_args = list(ext.extra_compile_args or []) + flags
+                ext.extra_link_args = list(ext.extra_link_args or []) + flags
+        super().build_extensions()
+
+
+def openmp_flags(compiler, tmp):
+    """The compile/link flag that enables OpenMP, if a small OpenMP program builds with it
+    (None otherwise, or when DUALSOLVE_OPENMP=0 asks for a serial build)."""
+    if os.environ.get("DUALSOLVE_OPENMP", "1").strip() == "0":
+        return None
+    flag = "/openmp" if compiler.compiler_type == "msvc" else "-fopenmp"
+    os.makedirs(tmp, exist_ok=True)
+    src = os.path.join(tmp, "dualsolve_openmp_probe.c")
+    with open(src, "w") as fh:
+        fh.write("#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n")
+    try:
+        objects = compiler.compile([src], output_dir=tmp, extra_postargs=[flag])
+        compiler.link_executable(objects, "dualsolve_openmp_probe", output_dir=tmp,
+                                 extra_postargs=[flag])
+    except Exception:                       # noqa: BLE001 (any compiler or linker failure)
+        return None
+    return [flag]
 
 
 def generated_c_is_current(pyx, newest_source):

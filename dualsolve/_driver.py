@@ -2,7 +2,7 @@
 and a call to :func:`fit`.
 
 :func:`fit` validates what every solver shares (X, y for the solver's losses, lam or C,
-tol, max_epochs, seed, verbose, callback, warm_start) and the solver's own parameters
+tol, max_epochs, seed, verbose, callback, warm_start, n_jobs) and the solver's own parameters
 against the description's declarative constraints; keeps X read-only while the engine
 runs (the compiled loops trust the arrays they validated); runs the engine with an
 :class:`~dualsolve._monitor.EpochMonitor`; maps the engine's status to
@@ -21,6 +21,7 @@ from ._core import losses as _losses
 from ._core import status as _status
 from ._monitor import EpochMonitor
 from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Real, validate)
+from ._threads import effective_n_jobs
 from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
                           check_loss_param, check_regularization, check_seed, check_weights)
 from .model import Model, make_history
@@ -39,6 +40,7 @@ COMMON = {
     "verbose": [Boolean(), Interval(Integral, 0, None)],
     "callback": [CallableOrNone()],
     "warm_start": [None, Anything("a Model or an array")],
+    "n_jobs": [None, Interval(Integral, None, -1), Interval(Integral, 1, None)],
 }
 
 
@@ -97,6 +99,9 @@ class Problem:
     weight: Optional[np.ndarray] = None  # per-row loss weights (solvers with weights=True)
     label: str = ""             # which sub-problem this is, for warnings (" (class c vs rest)")
     from_path: bool = False     # solved by regularization_path (for the warnings' stacklevel)
+    n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
+    stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
+                                # this solve runs beside others (one-vs-rest in threads)
 
     @property
     def n(self):
@@ -185,7 +190,8 @@ def run(solver, p, options):
     mon = EpochMonitor(("primal", "dual", "gap") + tuple(solver.history),
                        callback=p.callback, verbose=p.verbose,
                        unevaluated_nan=solver.unevaluated_nan, watch_growth=solver.watch_growth,
-                       scale=solver.objective_scale(p) if solver.objective_scale else None)
+                       scale=solver.objective_scale(p) if solver.objective_scale else None,
+                       stop=p.stop, prefix=f"[{p.label.strip(' ()')}] " if p.stop else "")
     with _read_only(p.X):
         try:
             res = solver.engine(p, options, mon)
@@ -237,7 +243,7 @@ def prepare(solver, args):
                 tol=common["tol"], max_epochs=common["max_epochs"],
                 seed=check_seed(common["seed"]), verbose=int(common["verbose"]),
                 callback=common["callback"], warm_start=common["warm_start"], solver=solver,
-                codes=codes, weight=weight)
+                codes=codes, weight=weight, n_jobs=effective_n_jobs(common["n_jobs"]))
     return p, options
 
 
@@ -302,7 +308,7 @@ def _memory_error(solver, p, exc):
 
 def _build_model(solver, p, options, res, mon):
     params = dict(loss=p.loss, loss_param=p.loss_param, lam=p.lam, tol=p.tol,
-                  max_epochs=p.max_epochs, seed=p.seed)
+                  max_epochs=p.max_epochs, seed=p.seed, n_jobs=p.n_jobs)
     if solver.liblinear_c and p.lam > 0:
         params["C"] = 1.0 / (p.lam * (solver.samples(p.n, options) if solver.samples else p.n))
     params.update({k: v for k, v in options.items() if not callable(v)})

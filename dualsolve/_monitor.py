@@ -29,12 +29,16 @@ class EpochMonitor:
     watch_growth : also call it divergence when the primal grows DIVERGE_FACTOR times its
         scale above the start (stochastic primal methods; a primal-dual method's primal
         may rise that far on its way and come back).
+    stop : a :class:`StopRequest` shared with solves running beside this one: once it is
+        set, the next report stops this solve too.
+    prefix : put before every verbose line (which class a line is of, when classes run in
+        threads).
     An exception raised by the callback (or KeyboardInterrupt) is kept in ``error`` and
     stops the solve; the driver re-raises it once the loop has returned.
     """
 
     def __init__(self, columns, callback=None, verbose=0, coef=None, scale=None,
-                 unevaluated_nan=False, watch_growth=False):
+                 unevaluated_nan=False, watch_growth=False, stop=None, prefix=""):
         self.columns = tuple(columns)
         assert self.columns[:3] == ("primal", "dual", "gap"), self.columns
         self.n_values = len(self.columns)
@@ -48,6 +52,8 @@ class EpochMonitor:
         self.diverged_at = None
         self.set_coef(coef)
         self.error = None
+        self.stop = stop
+        self.prefix = prefix
         self.t0 = time.perf_counter()
 
     def set_coef(self, coef):
@@ -67,6 +73,9 @@ class EpochMonitor:
         self.rows.append((int(epoch), t) + values)
         if self.verbose:
             self._print(epoch, values, t)
+        stop = self.check_stop()
+        if stop:
+            return stop
         if self._diverged(values[0]):
             self.diverged_at = int(epoch)
             return _status.DIVERGED
@@ -76,6 +85,15 @@ class EpochMonitor:
                 info["coef"] = self.coef
             if self.callback(info):
                 return _status.CALLBACK
+        return 0
+
+    def check_stop(self):
+        """Stop as a solve running beside this one asked: 0 to go on; a Ctrl-C delivered
+        to the main thread arrives here as KeyboardInterrupt."""
+        if self.stop is not None and self.stop.reason is not None:
+            if self.stop.reason == "interrupted":
+                raise KeyboardInterrupt
+            return _status.CALLBACK
         return 0
 
     def step(self, epoch, values):
@@ -102,9 +120,11 @@ class EpochMonitor:
 
     def _print(self, epoch, values, t):
         if not self.rows[:-1]:
-            print(f"{'epoch':>6} " + " ".join(_HEAD.get(c, f"{c:>10}") for c in self.columns)
+            print(self.prefix + f"{'epoch':>6} "
+                  + " ".join(_HEAD.get(c, f"{c:>10}") for c in self.columns)
                   + f" {'seconds':>9}")
-        print(f"{int(epoch):6d} " + " ".join(_fmt(c, v) for c, v in zip(self.columns, values))
+        print(self.prefix + f"{int(epoch):6d} "
+              + " ".join(_fmt(c, v) for c, v in zip(self.columns, values))
               + f" {t:9.3f}", flush=True)
 
 
@@ -118,6 +138,19 @@ def _fmt(column, v):
     if column == "n_active":
         return f"{int(v):9d}" if math.isfinite(v) else f"{'':>9}"
     return f"{v:10.3e}"
+
+
+class StopRequest:
+    """Shared by solves that run side by side (one-vs-rest classes in threads): the first
+    to stop for a callback, an exception or Ctrl-C sets ``reason`` ("callback" or
+    "interrupted") and the others stop at their next report."""
+
+    def __init__(self):
+        self.reason = None
+
+    def set(self, reason):
+        if self.reason is None:
+            self.reason = reason
 
 
 class MonitorView:
@@ -146,3 +179,6 @@ class MonitorView:
 
     def set_coef(self, coef):
         self.mon.set_coef(coef)
+
+    def check_stop(self):
+        return self.mon.check_stop()

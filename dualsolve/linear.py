@@ -48,7 +48,7 @@ def switches_to_newton(loss):
 
 
 def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=1e-6,
-                 max_epochs=5000, seed=0, verbose=0, callback=None, warm_start=None,
+                 max_epochs=5000, seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1,
                  smoothing=None, epsilon=None, fit_intercept=False, intercept_scaling=1.0,
                  sample_weight=None, class_weight=None):
     """Train an L2-regularised linear model with the solver that suits the problem.

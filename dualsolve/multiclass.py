@@ -16,10 +16,12 @@ With k > 2 classes, ``train_*`` solves k binary problems, class c (+1) against t
 The callback sees ``info["class"]`` (the class index); returning True stops the whole fit.
 ``warm_start`` may be a one-vs-rest Model of the same classes (its row c starts class c).
 """
+import concurrent.futures
 import dataclasses
 
 import numpy as np
 
+from ._monitor import StopRequest
 from .model import Model
 
 #: which stop reason a multi-class fit reports when its classes ended differently
@@ -28,19 +30,29 @@ _PRECEDENCE = ("interrupted", "callback", "diverged", "max_epochs", "converged")
 
 def fit_one_vs_rest(solver, p, options, run):
     """k binary fits of ``solver`` on the validated problem ``p`` (``p.codes`` set) with
-    ``run(solver, problem, options) -> Model``; returns the combined Model."""
+    ``run(solver, problem, options) -> Model``; returns the combined Model. With
+    ``p.n_jobs > 1`` the classes run in that many threads (each solve one thread: the
+    engines release the GIL), otherwise one after the other with ``p.n_jobs`` threads each;
+    every class's solve is the same either way, so the model is too, bit for bit."""
     k = p.classes.shape[0]
     starts = _warm_starts(p.warm_start, p.classes)
+    workers = min(p.n_jobs, k)
+    stop = StopRequest() if workers > 1 else None
+    subs = [dataclasses.replace(
+        p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]), codes=None,
+        warm_start=starts[c], callback=_for_class(p.callback, c),
+        label=f" (class {p.classes[c].item()!r} vs rest)",
+        n_jobs=1 if stop else p.n_jobs, stop=stop) for c in range(k)]
+    if stop:
+        model = _in_threads(solver, subs, options, run, workers, p)
+        model.params["n_jobs"] = p.n_jobs
+        return model
     models = []
     for c in range(k):
-        sub = dataclasses.replace(
-            p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]),
-            codes=None, warm_start=starts[c], callback=_for_class(p.callback, c),
-            label=f" (class {p.classes[c].item()!r} vs rest)")
         if p.verbose:
             print(f"{solver.function_name}: class {p.classes[c].item()!r} ({c + 1}/{k}) vs rest")
         try:
-            model = run(solver, sub, options)
+            model = run(solver, subs[c], options)
         except BaseException as exc:      # Ctrl-C or the callback's exception: keep what ran
             partial = getattr(exc, "model", None)
             if partial is not None:
@@ -49,6 +61,49 @@ def fit_one_vs_rest(solver, p, options, run):
         models.append(model)
         if model.stop_reason in ("callback", "interrupted"):
             break
+    return combine(models, p.classes, p.X.shape[1])
+
+
+def _in_threads(solver, subs, options, run, workers, p):
+    """The classes' solves in ``workers`` threads, classes taken in order. The first to
+    stop for its callback (or an exception) stops the others at their next epoch; Ctrl-C,
+    which only the main thread receives, stops them all. The exception then raised
+    carries the partial model (classes not started have zero weights)."""
+    k = len(subs)
+    stop = subs[0].stop
+    models, errors = [None] * k, [None] * k
+
+    def one(c):
+        if stop.reason is not None:
+            return
+        if p.verbose:
+            print(f"{solver.function_name}: class {p.classes[c].item()!r} ({c + 1}/{k}) vs rest",
+                  flush=True)
+        try:
+            models[c] = run(solver, subs[c], options)
+        except BaseException as exc:      # noqa: B902 (the callback's, or Ctrl-C's)
+            errors[c] = exc
+            models[c] = getattr(exc, "model", None)
+            stop.set("interrupted" if isinstance(exc, KeyboardInterrupt) else "callback")
+            return
+        if models[c].stop_reason in ("callback", "interrupted"):
+            stop.set(models[c].stop_reason)
+
+    interrupt = None
+    with concurrent.futures.ThreadPoolExecutor(workers, "dualsolve-ovr") as pool:
+        pending = {pool.submit(one, c) for c in range(k)}
+        while pending:
+            try:
+                _, pending = concurrent.futures.wait(pending, timeout=0.1)
+            except KeyboardInterrupt as exc:    # Ctrl-C: stop every class, then raise it
+                interrupt = interrupt or exc
+                stop.set("interrupted")
+    error = interrupt or next((e for e in errors if e is not None), None)
+    ran = [m for m in models if m is not None]
+    if error is not None:
+        if ran and (error is interrupt or getattr(error, "model", None) is not None):
+            error.model = combine(models, p.classes, p.X.shape[1])    # as serial: Ctrl-C's
+        raise error
     return combine(models, p.classes, p.X.shape[1])
 
 
@@ -79,45 +134,50 @@ def _warm_starts(warm_start, classes):
 
 
 def combine(models, classes, n_features):
-    """One Model from the per-class models (classes not reached get zero weights). Kernel
-    models (no coef) combine their dual variables, one column per class, over the same
-    training points (the mixup plan does not depend on the labels)."""
+    """One Model from the per-class models, in class order (classes not reached, missing
+    at the end or None, get zero weights). Kernel models (no coef) combine their dual
+    variables, one column per class, over the same training points (the mixup plan does
+    not depend on the labels)."""
     k = classes.shape[0]
-    first = models[0]
+    ran = [m for m in models if m is not None]
+    first = ran[0]
     if first.coef.size == 0 and first.dual is not None:
         n_features = 0
     coef = np.zeros((k, n_features))
     intercept = np.zeros(k)
-    has_dual = all(m.dual is not None for m in models)
+    has_dual = all(m.dual is not None for m in ran)
     dual = np.zeros((first.dual.shape[0], k)) if has_dual else None
     for c, m in enumerate(models):
+        if m is None:
+            continue
         coef[c] = m.coef
         intercept[c] = m.intercept
         if has_dual:
             dual[:, c] = m.dual
-    reasons = [m.stop_reason for m in models]
+    reasons = [None if m is None else m.stop_reason for m in models]
     stop = next(r for r in _PRECEDENCE if r in reasons)
     params = dict(first.params)
     params.update(multi_class="ovr", class_stop_reasons=reasons,
-                  class_n_epochs=[int(m.n_epochs) for m in models])
+                  class_n_epochs=[0 if m is None else int(m.n_epochs) for m in models])
     extra = {}
     if n_features == 0:                     # kernel models: the shared rows and mixup plan
         extra = first.extra
-        for m in models[1:]:
+        for m in ran[1:]:
             if any(not np.array_equal(m.extra[key], value) for key, value in extra.items()):
                 raise RuntimeError("one-vs-rest kernel models trained on different points")
     return type(first)(coef=coef, intercept=intercept, dual=dual, history=_histories(models),
-                       stop_reason=stop, n_epochs=sum(int(m.n_epochs) for m in models),
+                       stop_reason=stop, n_epochs=sum(int(m.n_epochs) for m in ran),
                        solver=first.solver, params=params, classes=classes, extra=extra)
 
 
 def _histories(models):
     """Every class's history rows, with the class index as a last column."""
-    base = models[0].history.dtype
+    ran = [(c, m) for c, m in enumerate(models) if m is not None]
+    base = ran[0][1].history.dtype
     dtype = np.dtype([(n, base[n]) for n in base.names] + [("class", np.float64)])
-    out = np.zeros(sum(len(m.history) for m in models), dtype=dtype)
+    out = np.zeros(sum(len(m.history) for _, m in ran), dtype=dtype)
     at = 0
-    for c, m in enumerate(models):
+    for c, m in ran:
         rows = slice(at, at + len(m.history))
         out["class"][rows] = c
         for name in base.names:

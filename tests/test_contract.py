@@ -75,7 +75,7 @@ def test_bad_data(name, case):
 
 BAD_PARAMS = {
     "lam": (-1.0, ValueError), "tol": (-1e-3, ValueError), "max_epochs": (-1, ValueError),
-    "seed": ("7", TypeError), "callback": (5, TypeError),
+    "seed": ("7", TypeError), "callback": (5, TypeError), "n_jobs": (0, ValueError),
 }
 
 

@@ -21,13 +21,14 @@ cdef inline int _stop_for(object mon, BaseException exc) noexcept:
 
 
 cdef inline int report_values(object mon, Py_ssize_t epoch, const double* values) noexcept:
-    """mon.report(epoch, values[:mon.n_values]), or for epoch < 0 a check for Ctrl-C only:
-    0 to go on, else the status to stop with."""
+    """mon.report(epoch, values[:mon.n_values]), or for epoch < 0 a check for Ctrl-C (and
+    for a stop asked by a solve running beside this one) only: 0 to go on, else the status
+    to stop with."""
     cdef Py_ssize_t k
     try:
         if epoch < 0:
             PyErr_CheckSignals()
-            return 0
+            return mon.check_stop()
         return mon.report(epoch, tuple([values[k] for k in range(mon.n_values)]))
     except BaseException as exc:        # noqa: B902 (KeyboardInterrupt included)
         return _stop_for(mon, exc)

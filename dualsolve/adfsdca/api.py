@@ -24,7 +24,7 @@ HISTORY = ("max_kappa", "dual_kind")
 
 
 def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
-                 seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                 seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                  sampling="uniform", check_every=1, sample_weight=None, class_weight=None):
     """Train a linear model by dual-free SDCA (dfSDCA, Shalev-Shwartz 2016), with uniform or
     fixed importance sampling (IS-dfSDCA, Csiba & Richtarik 2015).
@@ -99,6 +99,9 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         The pseudo-dual alpha to start from (``w`` is recomputed as
         ``X^T alpha / (lam n)``); default 0. Any real alpha is allowed, except nonzero
         values on rows of weight 0 (a ValueError).
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     smoothing : float > 0, optional
         Width s of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     sampling : {"uniform", "importance"}
@@ -129,7 +132,7 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
 
 
 def train_adfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
-                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                  seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                   variant="plus", prob_shrink=10.0, step_cap="auto", batch_size=1,
                   batch_sampling="alg3", check_every=1, sample_weight=None, class_weight=None):
     """Train a linear model by adaptive dual-free SDCA (He, Tappenden & Takac 2018), serial

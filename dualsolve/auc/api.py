@@ -104,6 +104,9 @@ _COMMON_PARAMS = """    X : sparse matrix/array (n, n_features)
         (KeyboardInterrupt with ``.model``).
     warm_start : Model or array (n_features,), optional
         Coefficients to start from (a, b, alpha start at their maximisers for them).
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     T0 : int, optional
         Iterates of stage 1 (T0 - 1 steps of ``batch_size`` samples); default one epoch,
         ``ceil(n / batch_size) + 1``.
@@ -302,7 +305,7 @@ def _solam_engine(p, o, mon):
 
 
 def train_ppd_sg(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                 verbose=0, callback=None, warm_start=None, step=None, T0=None,
+                 verbose=0, callback=None, warm_start=None, n_jobs=1, step=None, T0=None,
                  prox_gamma=None, decay=1.0, growth=3.0, batch_size=1, p=None,
                  alpha_reset="full", alpha_batch=256, eval_set=None):
     return fit(PPD_SG, locals())
@@ -329,7 +332,7 @@ train_ppd_sg.__doc__ = """Stochastic AUC maximisation by PPD-SG, the proximal pr
 
 
 def train_ppd_adagrad(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                      verbose=0, callback=None, warm_start=None, step=None, T0=None,
+                      verbose=0, callback=None, warm_start=None, n_jobs=1, step=None, T0=None,
                       prox_gamma=None, decay=None, growth=3.0, delta=1e-2, batch_size=1,
                       p=None, alpha_reset="full", alpha_batch=256, eval_set=None):
     return fit(PPD_ADAGRAD, locals())
@@ -368,7 +371,8 @@ train_ppd_adagrad.__doc__ = """Stochastic AUC maximisation by PPD-AdaGrad (Algor
 
 
 def train_pga(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-              verbose=0, callback=None, warm_start=None, step=None, T0=None, prox_gamma=None,
+              verbose=0, callback=None, warm_start=None, n_jobs=1, step=None, T0=None,
+              prox_gamma=None,
               R1=None, R2=None, batch_size=1, p=None, eval_set=None):
     """Stochastic AUC maximisation by PGA, the proximally guided stochastic primal-dual
     method of Rafique, Liu, Lin & Yang (2018) as run by Liu et al. (2020, Algorithm 1): the
@@ -454,7 +458,8 @@ train_pga.__doc__ = train_pga.__doc__.format(objective=_OBJECTIVE)
 
 
 def train_solam(X, y, *, loss="squared", lam=None, tol=1e-3, max_epochs=100, seed=0,
-                verbose=0, callback=None, warm_start=None, step=None, R=None, eval_set=None):
+                verbose=0, callback=None, warm_start=None, n_jobs=1, step=None, R=None,
+                eval_set=None):
     """Stochastic online AUC maximisation, SOLAM (Ying, Wen & Lyu 2016; the "OAUC" baseline
     of Liu et al. 2020).
 

@@ -26,7 +26,7 @@ SAMPLING = {"permutation": 0, "uniform": 1}
 
 
 def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                     seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                     seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                      soft_labels=False, kernel="linear", kernel_gamma=None, degree=3,
                      coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive", conjugate="closed",
                      approx_grid="tight", decomp_gamma="percoord", implicit=False,
@@ -96,6 +96,9 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         Dual variables of the augmented points to start from (a model trained on the same
         augmented set, e.g. at a nearby lam; for ``method="decomp"`` each point's dual is
         split between its two coordinates by sign).
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     cache_size : float
         MB of kernel-column cache when the Gram matrix does not fit ``max_gram_mb``.
     gram_dtype : {"auto", "float64", "float32"}
@@ -123,7 +126,7 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
 
 
 def train_kernel_sgd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=100,
-                     seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                     seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                      soft_labels=False, step=None, step_schedule="plateau", kernel="rbf",
                      kernel_gamma=None, degree=3,
                      coef0=1.0, n_mix=0, mixup_alpha=1.0, sampling="uniform", cache_size=200,

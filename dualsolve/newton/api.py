@@ -14,7 +14,7 @@ LOSSES = _losses.SMOOTH_LOSSES + ("hinge", "epsilon_insensitive")
 
 
 def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                 seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                 seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                  epsilon=None, fit_intercept=False, intercept_scaling=1.0, cg_forcing=0.1,
                  max_cg=1000, sample_weight=None, class_weight=None):
     """Train an L2-regularised linear model by a primal Newton method (line search, with
@@ -87,6 +87,9 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         Coefficients to start from (any model of the same features: e.g. from a nearby C,
         or from a few epochs of ``train_sdca``); with ``fit_intercept`` a Model's intercept
         too.
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     smoothing, epsilon : float, optional
         The parameter of ``"smooth_hinge"`` / of the epsilon-insensitive loss (default 0.1).
     fit_intercept : bool

@@ -176,6 +176,9 @@ _TAIL = """
         (``stop_reason="callback"``).
     warm_start : Model or array (n_features,), optional
         Starting point (e.g. ``previous_model.coef`` for a nearby ``lam``).
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
 
     Returns
     -------
@@ -187,7 +190,8 @@ _TAIL = """
 
 
 def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
-               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0, step=None,
+               verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None, l1=0.0,
+               step=None,
                steps_per_epoch=None, sample_weight=None, class_weight=None):
     """Train a linear model by proximal SVRG (Prox-SVRG, Xiao & Zhang 2014).
 
@@ -216,7 +220,7 @@ def train_svrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1
 
 
 def train_katyusha(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                    l1=0.0, step=None, tau1=None, option=None, steps_per_epoch=None,
                    sample_weight=None, class_weight=None):
     """Train a linear model by Katyusha (Allen-Zhu 2017, Algorithm 1, strongly convex case).

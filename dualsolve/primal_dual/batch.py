@@ -581,7 +581,7 @@ _RETURNS_DOC = """
 
 
 def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
-              verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+              verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None, l1=0.0,
               delta_hat=None, step_scale=1.0, theta="formula", sample_weight=None,
               class_weight=None):
     """Batch primal-dual (Chambolle-Pock) method, Wang & Xiao 2017, Algorithm 1.
@@ -623,6 +623,9 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
         Coefficients to start from; the dual starts at the model's (or the tuple's) dual
         (it must lie in the domain of phi*), else at ``phi'(X x0)``. DF-BPD starts from the
         margins of a dual-free model (``extra["margins"]``), else ``X x0``.
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     sample_weight, class_weight
         Row weights ``c_i`` (see below).
 {returns}"""
@@ -630,7 +633,8 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
 
 
 def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=5000,
-                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                  seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
+                  l1=0.0,
                   delta_hat=None, rule="simple", period=10, c_lo=0.95, c_hi=1.5, factor=2.0,
                   step_scale=1.0, theta="formula", sample_weight=None, class_weight=None):
     """Adaptive batch primal-dual method, Wang & Xiao 2017, Algorithm 2 with BPD-Adapt
@@ -671,7 +675,8 @@ def train_ada_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoch
 
 
 def train_df_bpd(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000,
-                 seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                 seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
+                 l1=0.0,
                  delta_hat=None, step_scale=0.5, theta="formula", sample_weight=None,
                  class_weight=None):
     """Dual-free batch primal-dual method, Wang & Xiao 2017, Algorithm 6.

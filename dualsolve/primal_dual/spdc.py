@@ -235,6 +235,9 @@ _PARAMS = """
         domain of phi*; None or an array: ``y0 = phi'(A x0)``); dual-free variants start
         from the margins ``v0`` of a dual-free model (``extra["margins"]``), else
         ``v0 = A x0``, and ``y0 = phi'(v0)``.
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i`` in the objective above; an integer weight equals repeating the
         row (at the same ``C``), a row of weight 0 leaves the problem (its ``y_i`` is 0).
@@ -297,14 +300,14 @@ _FIXED_DELTA = """    delta_hat : float >= 0, optional
 
 
 def train_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000, seed=0,
-               verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+               verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None, l1=0.0,
                batch_size=1, delta_hat=None, sampling="uniform", check_every=1,
                sample_weight=None, class_weight=None):
     return fit(SPDC, locals())
 
 
 def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="backtracking",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
                    sample_weight=None, class_weight=None):
@@ -312,14 +315,15 @@ def train_ada_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epoc
 
 
 def train_df_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                  seed=0, verbose=0, callback=None, warm_start=None, smoothing=None, l1=0.0,
+                  seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
+                  l1=0.0,
                   batch_size=1, delta_hat=None, sampling="uniform", check_every=1,
                   sample_weight=None, class_weight=None):
     return fit(DF_SPDC, locals())
 
 
 def train_adf_spdc(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=1000,
-                   seed=0, verbose=0, callback=None, warm_start=None, smoothing=None,
+                   seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None,
                    l1=0.0, batch_size=1, delta_hat=None, period=10, rule="backtracking",
                    c_lo=0.95, c_hi=1.5, factor=2.0, sampling="uniform", check_every=1,
                    sample_weight=None, class_weight=None):

@@ -15,7 +15,7 @@ LOSSES = ("logistic", "squared_hinge", "smooth_hinge", "hinge", "squared", "epsi
 
 
 def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=5000, seed=0,
-               verbose=0, callback=None, warm_start=None, smoothing=None, epsilon=None,
+               verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None, epsilon=None,
                fit_intercept=False, penalize_intercept=True, intercept_scaling=1.0,
                check_every="auto", shrinking=True, sampling="permutation", sample_weight=None,
                class_weight=None, multi_class="ovr"):
@@ -116,6 +116,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         An exception it raises reaches the caller after the solve has stopped.
     warm_start : Model or array (n,), optional
         Dual variables to start from (e.g. a model trained at a nearby ``lam``).
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
     class_weight : dict label -> weight >= 0, or "balanced", optional

@@ -49,7 +49,7 @@ _CERTIFICATE_DOC = """
 
 
 def train_lsvrg(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
-                verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                verbose=0, callback=None, warm_start=None, n_jobs=1, spectrum="superquantile",
                 spectrum_param=None, step=None, batch_size=1, sampling=None, steps_per_epoch=None,
                 form="gradient"):
     """Train a linear model by LSVRG for spectral risks (Mehta et al., AISTATS 2023, with
@@ -151,7 +151,8 @@ LSVRG = describe(
 
 
 def train_prospect(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
-                   seed=0, verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                   seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1,
+                   spectrum="superquantile",
                    spectrum_param=None, step=None):
     """Train a linear model by Prospect (Mehta et al., ICLR 2024, with nu = 0), the SOREL
     paper's baseline.
@@ -254,7 +255,7 @@ def _batch_spectrum(spectrum, spectrum_param, sigma, b):
 
 
 def train_spectral_sgd(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000,
-                       seed=0, verbose=0, callback=None, warm_start=None,
+                       seed=0, verbose=0, callback=None, warm_start=None, n_jobs=1,
                        spectrum="superquantile", spectrum_param=None, step=None,
                        batch_size=None):
     """Train a linear model by mini-batch stochastic subgradient descent on the spectral

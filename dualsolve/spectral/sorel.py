@@ -75,7 +75,10 @@ TAIL_DOC = """    tol : float >= 0
         the partial model in ``.model``).
     warm_start : Model or array (n_features,), optional
         The starting w (default 0); a Model also gives its ``dual`` (a lambda, projected
-        onto the permutahedron of this spectrum) as the starting lambda."""
+        onto the permutahedron of this spectrum) as the starting lambda.
+    n_jobs : int or None
+        Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,7 +214,7 @@ def spectral_objective(X, y, w, *, loss="squared", spectrum, spectrum_param=None
 
 
 def train_sorel(X, y, *, loss="squared", lam=None, C=None, tol=1e-8, max_epochs=1000, seed=0,
-                verbose=0, callback=None, warm_start=None, spectrum="superquantile",
+                verbose=0, callback=None, warm_start=None, n_jobs=1, spectrum="superquantile",
                 spectrum_param=None, step=None, dual_step_scale=0.1, prox_scale=20.0,
                 dual_step_max=None, dual_step_guard=True, batch_size=1, sampling=None,
                 steps_per_epoch=None, form="gradient", dual_prox=True):

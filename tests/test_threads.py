@@ -1,0 +1,170 @@
+"""``n_jobs``: validated like every common parameter, resolved against the cores and the
+OpenMP / threadpoolctl limits, and one-vs-rest classes in threads giving the model of
+``n_jobs=1`` bit for bit, for every binary classifier; a callback, an exception or Ctrl-C
+in one class stops them all."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import dualsolve as ds
+from dualsolve import _threads
+from dualsolve._core import parallel
+from dualsolve._driver import solvers
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    X, y = ds.datasets.load("heart_scale")
+    y3 = np.where(y > 0, "b", "a").astype(object)
+    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = "c"
+    return X, y3.astype(str)
+
+
+def _quiet(train, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        return train(*args, **kw)
+
+
+# ---------------------------------------------------------------------------------------
+# the number of threads
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (1.5, TypeError), ("2", TypeError),
+                                      (True, TypeError)])
+def test_bad_n_jobs_is_a_clear_error(bad, exc, three_classes):
+    X, y = three_classes
+    with pytest.raises(exc, match="^n_jobs must be"):
+        ds.train_sdca(X, y, n_jobs=bad)
+
+
+def test_n_jobs_resolves_against_the_limit():
+    limit = _threads.thread_limit()
+    assert 1 <= limit <= _threads.usable_cores()
+    assert _threads.effective_n_jobs(None) == 1
+    assert _threads.effective_n_jobs(1) == 1
+    assert _threads.effective_n_jobs(-1) == limit
+    assert _threads.effective_n_jobs(-2) == max(1, limit - 1)
+    assert _threads.effective_n_jobs(-10**6) == 1
+    assert _threads.effective_n_jobs(10**6) == limit      # never more than the cores
+
+
+def test_omp_num_threads_caps_n_jobs():
+    """OMP_NUM_THREADS=1 (read by OpenMP at start-up, or by us without OpenMP): -1 and 8
+    both mean one thread."""
+    code = ("from dualsolve import _threads as t; "
+            "print(t.effective_n_jobs(-1), t.effective_n_jobs(8))")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1"]
+
+
+def test_threadpoolctl_limit_caps_n_jobs():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not parallel.openmp_enabled():
+        pytest.skip("built without OpenMP: threadpoolctl has no OpenMP runtime of ours to limit")
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        assert _threads.effective_n_jobs(-1) == 1
+
+
+def test_model_records_the_threads(three_classes):
+    X, y = three_classes
+    m = _quiet(ds.train_sdca, X, y, n_jobs=-1, max_epochs=3)
+    assert m.params["n_jobs"] == _threads.thread_limit()
+    b = _quiet(ds.train_sdca, X, np.where(y == "a", 1, -1), max_epochs=3)
+    assert b.params["n_jobs"] == 1
+
+
+# ---------------------------------------------------------------------------------------
+# one-vs-rest classes in threads
+
+
+BINARY = sorted(name for name, s in solvers().items()
+                if s.task(s.losses[0], {"soft_labels": False}) == "binary")
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_classes_in_threads_give_the_serial_model(name, three_classes):
+    X, y = three_classes
+    train = getattr(ds, "train_" + name)
+    one = _quiet(train, X, y, max_epochs=20, seed=3)
+    two = _quiet(train, X, y, max_epochs=20, seed=3, n_jobs=2)
+    assert two.coef.tobytes() == one.coef.tobytes(), name
+    if one.dual is not None:
+        assert two.dual.tobytes() == one.dual.tobytes(), name
+    assert two.params["class_stop_reasons"] == one.params["class_stop_reasons"]
+    assert two.params["class_n_epochs"] == one.params["class_n_epochs"]
+    np.testing.assert_array_equal(two.history["class"], one.history["class"])
+    np.testing.assert_array_equal(two.history["gap"], one.history["gap"])
+
+
+def test_a_callback_stop_in_one_class_stops_every_class(three_classes):
+    X, y = three_classes
+
+    def cb(info):
+        return info["class"] == 0 and info["epoch"] == 2
+
+    m = ds.train_sdca(X, y, callback=cb, tol=0.0, max_epochs=10**6, n_jobs=2)
+    assert m.stop_reason == "callback"
+    reasons = m.params["class_stop_reasons"]
+    assert reasons[0] == "callback"
+    # the class beside it stopped at its next epoch; a class not started has no model
+    assert all(r in ("callback", None) for r in reasons[1:]), reasons
+
+
+def test_a_callback_exception_in_a_thread_reaches_the_caller(three_classes):
+    X, y = three_classes
+    last = {}
+
+    class Stop(Exception):
+        pass
+
+    def cb(info):
+        last[info["class"]] = info["epoch"]
+        if info["class"] == 1 and info["epoch"] == 1:
+            raise Stop("class 1")
+
+    with pytest.raises(Stop, match="class 1"):
+        ds.train_sdca(X, y, callback=cb, tol=0.0, max_epochs=10**5, n_jobs=2)
+    assert last[1] == 1
+    assert all(epoch < 10**5 for epoch in last.values()), last    # the others stopped too
+
+
+def test_sigint_stops_classes_in_threads_within_a_second():
+    rng = np.random.default_rng(0)
+    import scipy.sparse as sp
+    X = sp.random(4000, 200, density=0.2, random_state=1, format="csr")
+    y = rng.integers(0, 3, 4000)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+
+    def start_the_timer(info):
+        if info["epoch"] == 0 and info["class"] == 0:
+            timer.start()
+
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1, callback=start_the_timer,
+                          n_jobs=2)
+        waited = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert waited < 1.0, waited
+    model = info.value.model
+    assert model.stop_reason == "interrupted"
+    assert set(model.params["class_stop_reasons"]) <= {"interrupted", None}
