@@ -130,6 +130,14 @@ def _nonnegative_int(text):
     return v
 
 
+def _n_jobs(text):
+    v = _number(text, int)
+    if v == 0:
+        raise argparse.ArgumentTypeError("must be a number of threads >= 1, or -1 for every "
+                                         "core; got 0")
+    return v
+
+
 def _solver(text):
     """``-s``: a solver name, or a liblinear number mapped to ``(solver, loss, options)``."""
     name = text.strip().lower()
@@ -305,6 +313,10 @@ def build_parser():
     t.add_argument("-m", dest="max_epochs", type=_nonnegative_int, default=None,
                    metavar="max_epochs",
                    help=f"maximum number of passes over the data (default: {epochs_default})")
+    t.add_argument("-n", dest="n_jobs", type=_n_jobs, default=None,
+                   metavar="threads",
+                   help="threads, as liblinear-multicore's -m (-1: every core; default 1): "
+                        "one-vs-rest classes side by side, sdca's passes and gap checks")
     t.add_argument("--seed", dest="seed", type=_nonnegative_int, default=None, metavar="S",
                    help="seed of the random row order; the same seed gives the same model "
                         f"(default: {seed_default})")
@@ -499,6 +511,7 @@ def _solver_kwargs(fn, solver, args, loss):
                   tol=(args.tol, args.tol is not None),
                   max_epochs=(args.max_epochs, args.max_epochs is not None),
                   seed=(args.seed, args.seed is not None),
+                  n_jobs=(args.n_jobs, args.n_jobs is not None),
                   shrinking=(args.shrinking, args.shrinking is not None),
                   fit_intercept=(args.bias > 0, args.bias > 0),
                   intercept_scaling=(args.bias, args.bias > 0),
@@ -506,6 +519,7 @@ def _solver_kwargs(fn, solver, args, loss):
                   class_weight=(_class_weights(args.class_weight), bool(args.class_weight)),
                   verbose=(int(args.verbose), args.verbose))
     flags = dict(loss="-l", lam="--lam", C="-c", tol="-e", max_epochs="-m", seed="--seed",
+                 n_jobs="-n",
                  shrinking="--no-shrinking", fit_intercept="-B", intercept_scaling="-B",
                  epsilon="-p", class_weight="-wi", verbose="--verbose")
     kwargs = dict(args.solver[2]) if args.solver else {}    # what a liblinear -s n implies

@@ -501,8 +501,8 @@ def test_help_documents_every_flag(capsys):
     rc, out, _ = run(["train", "-h"], capsys)
     assert rc == 0
     for flag in ("-s solver", "-l loss", "-c C", "--lam L", "-e tol", "-B bias",
-                 "-m max_epochs", "--seed S", "--no-shrinking", "-v n", "-C", "--verbose",
-                 "-w i weight", "-p epsilon", "-q", "data_file",
+                 "-m max_epochs", "-n threads", "--seed S", "--no-shrinking", "-v n", "-C",
+                 "--verbose", "-w i weight", "-p epsilon", "-q", "data_file",
                  "model_file"):
         assert flag in out
     assert "lam = 1/(C n)" in out

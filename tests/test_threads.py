@@ -168,3 +168,98 @@ def test_sigint_stops_classes_in_threads_within_a_second():
     model = info.value.model
     assert model.stop_reason == "interrupted"
     assert set(model.params["class_stop_reasons"]) <= {"interrupted", None}
+
+
+# ---------------------------------------------------------------------------------------
+# one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks, and w recomputed
+# from alpha, in threads; the passes stay serial)
+
+
+def _sparse_problem(n, d, seed=0, per_row=15):
+    """n rows of ``per_row`` random columns of d, labels from a random linear model."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    cols = np.sort(rng.random((n, d)).argsort(axis=1)[:, :per_row] if d <= 1000 else
+                   rng.integers(0, d, size=(n, per_row)), axis=1)
+    X = sp.csr_matrix((rng.random(n * per_row), cols.ravel(), np.arange(0, n * per_row + 1,
+                                                                        per_row)),
+                      shape=(n, d))
+    X.sum_duplicates()
+    y = np.where(X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+# d = 300: checks and w's recomputation in threads; d = 200,000: the checks only
+@pytest.mark.parametrize("d", [300, 200_000])
+@pytest.mark.parametrize("kw", [dict(loss="logistic"), dict(loss="squared_hinge"),
+                                dict(loss="hinge"), dict(loss="logistic", fit_intercept=True),
+                                dict(loss="squared_hinge", C=100.0)])
+def test_two_threads_reach_the_certified_optimum_of_one(kw, d):
+    X, y = _sparse_problem(2000, d)
+    tol = 1e-8
+    one = ds.train_sdca(X, y, tol=tol, max_epochs=100_000, **kw)
+    two = ds.train_sdca(X, y, tol=tol, max_epochs=100_000, n_jobs=2, **kw)
+    assert one.converged and two.converged
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core: n_jobs=2 runs one thread")
+    P1, P2 = one.history["primal"][-1], two.history["primal"][-1]
+    D1, D2 = P1 - one.history["gap"][-1], P2 - two.history["gap"][-1]
+    # each certificate brackets P*: both primal values lie above the other's dual bound
+    assert P2 >= D1 - 1e-15 and P1 >= D2 - 1e-15
+    assert abs(P2 - P1) <= tol * P1
+    # the model is consistent with its dual variables: coef = X^T dual / (lam n)
+    lam = two.params["lam"]
+    np.testing.assert_allclose(two.coef, X.T @ two.dual / (lam * X.shape[0]), rtol=1e-9,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [300, 200_000])
+def test_same_seed_and_threads_give_the_same_coef(d):
+    X, y = _sparse_problem(2000, d)
+    a = ds.train_sdca(X, y, loss="squared_hinge", tol=1e-9, n_jobs=2, seed=5)
+    b = ds.train_sdca(X, y, loss="squared_hinge", tol=1e-9, n_jobs=2, seed=5)
+    assert a.coef.tobytes() == b.coef.tobytes()
+    assert a.n_epochs == b.n_epochs
+
+
+def test_sigint_stops_a_threaded_solve_within_a_second():
+    X, y = _sparse_problem(20000, 300)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+
+    def start_the_timer(info):
+        if info["epoch"] == 0:
+            timer.start()
+
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1, callback=start_the_timer,
+                          n_jobs=2)
+        waited = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert waited < 1.0, waited
+    assert info.value.model.stop_reason == "interrupted"
+
+
+def test_command_line_threads(tmp_path, capsys):
+    from dualsolve.cli import main
+    X, y = ds.datasets.load("heart_scale")
+    y3 = np.where(y > 0, 2, 1)
+    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = 3
+    data = tmp_path / "three.libsvm"
+    ds.dump_svmlight(X, y3, data)
+    assert main(["train", "-q", "-s", "1", "-n", "2", str(data), str(tmp_path / "m2")]) == 0
+    assert main(["train", "-q", "-s", "1", str(data), str(tmp_path / "m1")]) == 0
+    two, one = ds.load_model(tmp_path / "m2"), ds.load_model(tmp_path / "m1")
+    assert two.coef.shape == (3, X.shape[1]) and two.coef.tobytes() == one.coef.tobytes()
+    with pytest.raises(SystemExit):
+        main(["train", "-n", "0", str(data)])
+    assert "-n: must be a number of threads >= 1" in capsys.readouterr().err

@@ -16,7 +16,9 @@ recomputed from alpha (removing
 incremental rounding drift) and the gap re-checked before stopping: the final gap is a
 certificate.
 """
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, NAN
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
 import numpy as np
@@ -37,6 +39,14 @@ from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked, schedule_target)
 
+cdef enum:
+    # Recomputing w in threads gives each thread a copy of w to sum its rows into, which
+    # pays only while a copy stays in its core's own cache (on 2 cores: reuters' 19,369
+    # features yes, news20's 1.66M no: random access to the shared cache gains only 1.44x
+    # from the second core; docs/benchmarks.md, "Threads"). 1 MiB, the L2 of one core of
+    # current x86 servers.
+    COPY_CACHE_BYTES = 1048576
+
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
     cdef SdcaOptions o
@@ -46,6 +56,7 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     o.shrinking = 1
     o.sampling = SAMPLE_PERMUTATION
     o.seed = 0
+    o.n_threads = 1
     return o
 
 
@@ -141,34 +152,86 @@ cdef inline void _point_axpy(const floating* data, const index_t* indices,
 
 
 cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
-                  SdcaProblem* P) noexcept nogil:
-    """w = X^T alpha / (lam n), from scratch."""
-    cdef Py_ssize_t j, dw = P.d + (1 if P.bias != 0.0 else 0)
+                  SdcaProblem* P, int threads) noexcept nogil:
+    """w = X^T alpha / (lam n), from scratch. With threads, each sums a slice of the rows
+    into its own copy of w (thread 0 into w itself) and the copies are added feature by
+    feature in thread order: the same w for the same number of threads."""
+    cdef Py_ssize_t j, lo, hi, t, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double scale = 1.0 / (P.lam * P.n)
+    cdef double* copies = NULL
+    cdef double* own
+    cdef int tid
+    # (copies of a w beyond the cores' own caches cost more than the second core gains)
+    if threads > 1 and P.point == NULL and dw * sizeof(double) <= COPY_CACHE_BYTES:
+        copies = <double*>calloc((threads - 1) * dw, sizeof(double))
     memset(P.w, 0, dw * sizeof(double))
-    for j in range(P.n):
-        if P.alpha[j] != 0.0:
-            _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
+    if copies == NULL:                  # one thread (or no memory for the copies)
+        for j in range(P.n):
+            if P.alpha[j] != 0.0:
+                _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
+        return
+    with parallel(num_threads=threads):
+        tid = threadid()
+        own = P.w if tid == 0 else copies + (tid - 1) * dw
+        lo = P.n * tid // threads
+        hi = P.n * (tid + 1) // threads
+        for j in range(lo, hi):
+            if P.alpha[j] != 0.0:
+                _row_axpy(data, indices, indptr, own, j, P.alpha[j] * scale)
+                if P.bias != 0.0:
+                    own[P.d] += P.alpha[j] * scale * P.bias
+    for j in prange(dw, num_threads=threads, schedule="static"):
+        for t in range(threads - 1):
+            P.w[j] += copies[t * dw + j]
+    free(copies)
 
 
-cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
-                 SdcaProblem* P, double* primal, double* dual, double* gap) noexcept nogil:
-    """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators."""
-    cdef Py_ssize_t i, pos, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef double zi, c, loss_sum, conj_sum, wn, lo, hi, G, a
-    cdef KahanSum ls = ksum_new(), cs = ksum_new(), ws = ksum_new()
-    for i in range(P.n):
+cdef inline void _check_rows(const floating* data, const index_t* indices,
+                             const index_t* indptr, SdcaProblem* P, Py_ssize_t lo,
+                             Py_ssize_t hi, KahanSum* ls, KahanSum* cs) noexcept nogil:
+    """Scores of rows lo..hi-1 into z, their losses and conjugates into ls and cs."""
+    cdef Py_ssize_t i
+    cdef double zi, c
+    for i in range(lo, hi):
         zi = _point_score(data, indices, indptr, P, _point(P, i))
         P.z[i] = zi
         c = _weight(P, i)
         if c == 1.0:
-            ksum_add(&ls, loss_value(&P.loss, zi, P.y[i]))
-            ksum_add(&cs, loss_conj(&P.loss, P.alpha[i], P.y[i]))
+            ksum_add(ls, loss_value(&P.loss, zi, P.y[i]))
+            ksum_add(cs, loss_conj(&P.loss, P.alpha[i], P.y[i]))
         elif c != 0.0:
-            ksum_add(&ls, c * loss_value(&P.loss, zi, P.y[i]))
-            ksum_add(&cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
+            ksum_add(ls, c * loss_value(&P.loss, zi, P.y[i]))
+            ksum_add(cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
         if P.offset != 0.0:         # the fixed intercept's share of the dual, a_i b
-            ksum_add(&cs, P.alpha[i] * P.offset)
+            ksum_add(cs, P.alpha[i] * P.offset)
+
+
+cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
+                 SdcaProblem* P, double* primal, double* dual, double* gap,
+                 int threads) noexcept nogil:
+    """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators.
+    With threads, each sums a slice of the rows and the slices' sums are added in order
+    (the same result for the same number of threads)."""
+    cdef Py_ssize_t i, pos, t, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef double loss_sum, conj_sum, wn, lo, hi, G, a
+    cdef KahanSum ls = ksum_new(), cs = ksum_new(), ws = ksum_new()
+    cdef KahanSum* parts = NULL
+    cdef int tid
+    if threads > 1:
+        parts = <KahanSum*>malloc(2 * threads * sizeof(KahanSum))
+    if parts == NULL:
+        _check_rows(data, indices, indptr, P, 0, P.n, &ls, &cs)
+    else:
+        with parallel(num_threads=threads):
+            tid = threadid()
+            parts[2 * tid] = ksum_new()
+            parts[2 * tid + 1] = ksum_new()
+            _check_rows(data, indices, indptr, P, P.n * tid // threads,
+                        P.n * (tid + 1) // threads, &parts[2 * tid], &parts[2 * tid + 1])
+        for t in range(threads):
+            ksum_add(&ls, ksum_value(&parts[2 * t]))
+            ksum_add(&cs, ksum_value(&parts[2 * t + 1]))
+        free(parts)
     for i in range(dw):
         ksum_add(&ws, P.w[i] * P.w[i])
     loss_sum, conj_sum, wn = ksum_value(&ls), ksum_value(&cs), ksum_value(&ws)
@@ -335,6 +398,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                   <double>indptr[P.n_rows] * P.n / P.n_rows + 16.0 * P.n)
     cdef bint checked, certify, cold = True
     cdef double values[SDCA_HOOK_VALUES]
+    cdef int threads = opt.n_threads if opt.n_threads > 1 else 1
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
@@ -360,8 +424,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if cold:
         _zero_start(P, &primal, &dual, &gap)
     else:
-        _resync(data, indices, indptr, P)
-        _check(data, indices, indptr, P, &primal, &dual, &gap)
+        _resync(data, indices, indptr, P, threads)
+        _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
     epoch = 0
     if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
@@ -380,13 +444,13 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync(data, indices, indptr, P)
-            _check(data, indices, indptr, P, &primal, &dual, &gap)
+                _resync(data, indices, indptr, P, threads)
+            _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync(data, indices, indptr, P)
-                _check(data, indices, indptr, P, &primal, &dual, &gap)
+                _resync(data, indices, indptr, P, threads)
+                _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
             schedule_checked(&sched, gap)
@@ -416,7 +480,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
           double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
-          double offset=0.0):
+          double offset=0.0, int n_threads=1):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
@@ -424,8 +488,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     C-contiguous): ``point`` (coordinate -> point), ``weight`` (per coordinate), ``mix``
     = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
     the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX;
-    ``offset``, a fixed intercept added to every score (train_sdca's free intercept).
-    Returns (status, n_epochs, primal, dual, gap, p0).
+    ``offset``, a fixed intercept added to every score (train_sdca's free intercept);
+    ``n_threads`` (see SdcaOptions). Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -468,6 +532,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.shrinking = shrinking
     opt.sampling = sampling
     opt.seed = seed
+    opt.n_threads = n_threads
     with nogil:
         sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

@@ -186,7 +186,7 @@ def _engine(p, o, mon):
     status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
-        mon, p.X.sqnorm, weight=p.weight)
+        mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=dict(p0=p0))
