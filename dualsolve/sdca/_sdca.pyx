@@ -41,10 +41,10 @@ from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_che
 
 cdef enum:
     # Recomputing w in threads gives each thread a copy of w to sum its rows into, which
-    # pays only while a copy stays in its core's own cache (on 2 cores: reuters' 19,369
-    # features yes, news20's 1.66M no: random access to the shared cache gains only 1.44x
-    # from the second core; docs/benchmarks.md, "Threads"). 1 MiB, the L2 of one core of
-    # current x86 servers.
+    # pays only while a copy is small: on 2 cores news20's (1.66M features, 13 MB) made
+    # the whole solve 0.86-0.93x as fast as one thread (allocating and adding the copies
+    # costs more than the second core gains); reuters' (19,369 features) costs nothing.
+    # 1 MiB, the L2 of one core of current x86 servers.
     COPY_CACHE_BYTES = 1048576
 
 

@@ -1,0 +1,117 @@
+"""What ``n_jobs=2`` buys on this machine, time to the same certificate, alternating rounds.
+
+1. One-vs-rest on 20 Newsgroups (``news20.multi``, 20 classes, the bydate train rows):
+   ``train_sdca`` logistic (tol 1e-8) and squared hinge (tol 1e-6) at C = 1, ``n_jobs=1``
+   against ``n_jobs=2`` (the classes side by side); the two models must be equal bit for
+   bit.
+2. One problem: ``train_sdca`` on news20 binary and reuters, the same losses and tols
+   (two threads for the exact checks; the passes stay serial).
+3. What a second core can give the memory traffic of a pass on this machine: streaming
+   reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released.
+
+Usage::
+
+    DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--json out.json]
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import datasets  # noqa: E402
+
+import dualsolve as ds  # noqa: E402
+
+RUNS = [("news20.multi", "logistic", 1e-8), ("news20.multi", "squared_hinge", 1e-6),
+        ("news20", "logistic", 1e-8), ("news20", "squared_hinge", 1e-6),
+        ("reuters", "logistic", 1e-8), ("reuters", "squared_hinge", 1e-6)]
+
+
+def speedup(name, loss, tol, rounds):
+    X, y = datasets.load(name, split="train")
+    seconds = {1: [], 2: []}
+    models = {}
+    for _ in range(rounds):
+        for n_jobs in (1, 2):
+            t0 = time.perf_counter()
+            m = ds.train_sdca(X, y, C=1.0, loss=loss, tol=tol, n_jobs=n_jobs)
+            seconds[n_jobs].append(time.perf_counter() - t0)
+            assert m.converged, (name, loss, n_jobs, m.stop_reason)
+            models[n_jobs] = m
+    ratios = [a / b for a, b in zip(seconds[1], seconds[2])]
+    return dict(data=name, loss=loss, tol=tol, rows=X.shape[0], features=X.shape[1],
+                classes=int(np.unique(y).size), seconds_1=seconds[1], seconds_2=seconds[2],
+                speedup_median=float(np.median(ratios)), speedup_range=[min(ratios), max(ratios)],
+                same_coef=models[1].coef.tobytes() == models[2].coef.tobytes(),
+                epochs=[int(models[1].n_epochs), int(models[2].n_epochs)])
+
+
+def memory_scaling(rounds):
+    """Seconds of the same reads done twice in one thread and once in each of two."""
+    rng = np.random.default_rng(0)
+    stream = [np.ones(2 * 10**7), np.ones(2 * 10**7)]             # 160 MB each
+    w = np.ones(1_664_476)                                          # news20's w, 13 MB
+    idx = [rng.integers(0, w.size, 5 * 10**6) for _ in range(2)]
+    out = [np.empty(5 * 10**6), np.empty(5 * 10**6)]
+
+    def streaming(k):
+        for _ in range(10):
+            stream[k].sum()
+
+    def gathering(k):
+        for _ in range(5):
+            np.take(w, idx[k], out=out[k])
+
+    result = {}
+    for what, work in (("streaming reads", streaming), ("random reads of w", gathering)):
+        ratios = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            work(0)
+            work(1)
+            one = time.perf_counter() - t0
+            threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            ratios.append(one / (time.perf_counter() - t0))
+        result[what] = dict(speedup_median=float(np.median(ratios)),
+                            speedup_range=[min(ratios), max(ratios)])
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    out = []
+    for name, loss, tol in RUNS:
+        r = speedup(name, loss, tol, args.rounds)
+        out.append(r)
+        print(f"{name} ({r['classes']} classes) {loss} tol {tol:g}: n_jobs=1 "
+              f"{np.median(r['seconds_1']):.3f} s, n_jobs=2 {np.median(r['seconds_2']):.3f} s, "
+              f"speed-up {r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
+              f"{r['speedup_range'][1]:.2f}); epochs {r['epochs']}; same coef: "
+              f"{r['same_coef']}", flush=True)
+    mem = memory_scaling(args.rounds)
+    out.append(dict(memory=mem))
+    for what, r in mem.items():
+        print(f"{what}: two threads {r['speedup_median']:.2f}x one "
+              f"({r['speedup_range'][0]:.2f}-{r['speedup_range'][1]:.2f})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
