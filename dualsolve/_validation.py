@@ -167,7 +167,7 @@ def check_labels(y, n_samples, task, name="y"):
                             f"{y.dtype}")
         classes, codes = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
-            raise ValueError(f"{name} has a single class ({classes[0]!r}); two are needed")
+            raise ValueError(f"{name} has one class only ({classes[0]!r}); two are needed")
         if task == "classes":
             return np.ascontiguousarray(codes.ravel(), dtype=np.int64), classes
         if classes.shape[0] > 2:
@@ -242,7 +242,8 @@ def check_weights(sample_weight, class_weight, codes, classes, n_samples):
                             f"{type(class_weight).__name__}")
         weight *= per_class[codes]
     if not (weight > 0).any():
-        raise ValueError("every row has weight 0 (sample_weight x class_weight): nothing to fit")
+        raise ValueError("every row has weight zero (sample_weight x class_weight): nothing "
+                         "to fit")
     top = float(weight.max())
     if not _usable_scale(top * max(n_samples, 1)):
         raise ValueError(f"the row weights are too large for float64 arithmetic (max {top:.3g})")

@@ -41,7 +41,7 @@ def fit_one_vs_rest(solver, p, options, run):
     subs = [dataclasses.replace(
         p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]), codes=None,
         warm_start=starts[c], callback=_for_class(p.callback, c),
-        label=f" (class {p.classes[c].item()!r} vs rest)",
+        label=f" (class {_label(p.classes[c])!r} vs rest)",
         n_jobs=1 if stop else p.n_jobs, stop=stop) for c in range(k)]
     if stop:
         model = _in_threads(solver, subs, options, run, workers, p)
@@ -50,7 +50,7 @@ def fit_one_vs_rest(solver, p, options, run):
     models = []
     for c in range(k):
         if p.verbose:
-            print(f"{solver.function_name}: class {p.classes[c].item()!r} ({c + 1}/{k}) vs rest")
+            print(f"{solver.function_name}: class {_label(p.classes[c])!r} ({c + 1}/{k}) vs rest")
         try:
             model = run(solver, subs[c], options)
         except BaseException as exc:      # Ctrl-C or the callback's exception: keep what ran
@@ -77,7 +77,7 @@ def _in_threads(solver, subs, options, run, workers, p):
         if stop.reason is not None:
             return
         if p.verbose:
-            print(f"{solver.function_name}: class {p.classes[c].item()!r} ({c + 1}/{k}) vs rest",
+            print(f"{solver.function_name}: class {_label(p.classes[c])!r} ({c + 1}/{k}) vs rest",
                   flush=True)
         try:
             models[c] = run(solver, subs[c], options)
@@ -105,6 +105,12 @@ def _in_threads(solver, subs, options, run, workers, p):
             error.model = combine(models, p.classes, p.X.shape[1])    # as serial: Ctrl-C's
         raise error
     return combine(models, p.classes, p.X.shape[1])
+
+
+def _label(value):
+    """A class label as Python shows it (NumPy scalars unwrapped; object arrays hold
+    Python values already)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _for_class(callback, c):

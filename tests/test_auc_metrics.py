@@ -95,7 +95,7 @@ def test_auc_large_n_no_overflow():
 
 
 def test_auc_errors():
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         auc_score([1, 1, 1], [0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match="y has 3 distinct values"):
         auc_score([0, 1, 2], [0.1, 0.2, 0.3])
@@ -216,7 +216,7 @@ def test_optimum_invariances():
 
 def test_optimum_errors():
     X, y = make_gaussian(3, n=50, d=3)
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         auc_surrogate_optimum(X, np.ones(50), 0.1)
     with pytest.raises(ValueError, match="y has 3 distinct"):
         auc_surrogate_optimum(X, np.arange(50) % 3, 0.1)

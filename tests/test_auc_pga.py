@@ -246,7 +246,7 @@ def test_determinism_and_invariances():
 
 def test_errors():
     X, y = random_csr(6, n=60, d=5)
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         train_pga(X, np.ones(60))
     with pytest.raises(ValueError, match="y has 59 labels"):
         train_pga(X, y[:59])

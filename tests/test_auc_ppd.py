@@ -453,7 +453,7 @@ def test_invariances(method):
 def test_errors(method):
     X, y = random_csr(6, n=60, d=5)
     f = SOLVERS[method]
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         f(X, np.ones(60))
     assert f(X, np.arange(60) % 3, max_epochs=1, tol=0).coef.shape == (3, 5)    # one-vs-rest
     with pytest.raises(ValueError, match="y has 59 labels"):

@@ -85,7 +85,7 @@ def test_solam_auc_near_oracle():
 
 def test_solam_errors_and_determinism():
     X, y = random_csr(9, n=80, d=6)
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         train_solam(X, np.zeros(80))
     with pytest.raises(ValueError, match="step must be None or a real number in \\(0, inf\\)"):
         train_solam(X, y, step=0)

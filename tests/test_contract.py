@@ -93,7 +93,7 @@ def test_one_class_is_an_error_for_a_classifier(name):
     X, y, loss = problem(name)
     if REGISTRY[name].task(loss, {}) == "regression":
         pytest.skip("a regression solver: any real targets are fine")
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         train(name, X, np.ones_like(y), loss=loss)
 
 

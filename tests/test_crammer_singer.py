@@ -315,7 +315,7 @@ def test_bad_input(small):
         ds.train_sdca(Xs, y, loss="hinge", multi_class=1)
     with pytest.raises(ValueError, match="takes loss='hinge'; got loss='logistic'"):
         ds.train_sdca(Xs, y, multi_class="crammer_singer")
-    with pytest.raises(ValueError, match="y has a single class"):
+    with pytest.raises(ValueError, match="y has one class only"):
         train(Xs, np.full(40, "ant"))
     Xn = X.copy()
     Xn[3, 2] = np.nan

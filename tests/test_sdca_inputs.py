@@ -159,7 +159,7 @@ def test_shape_mismatch(heart):
 
 def test_single_class(heart):
     X, y = heart
-    bad(r"y has a single class", X, np.ones_like(y))
+    bad(r"y has one class only", X, np.ones_like(y))
 
 
 def test_labels_outside_the_allowed_values(heart):

@@ -73,7 +73,7 @@ WEIGHTED = sorted(name for name, s in solvers().items() if s.weights)
     (dict(sample_weight=-np.ones(270)), ValueError, "sample_weight must be >= 0"),
     (dict(sample_weight=np.ones(5)), ValueError, "sample_weight has shape"),
     (dict(sample_weight=np.full(270, np.nan)), ValueError, "sample_weight contains NaN"),
-    (dict(sample_weight=np.zeros(270)), ValueError, "weight 0"),
+    (dict(sample_weight=np.zeros(270)), ValueError, "weight zero"),
     (dict(sample_weight=np.array(["a"] * 270)), TypeError, "sample_weight"),
     (dict(class_weight={5: 1.0}), ValueError, "label 5"),
     (dict(class_weight={1.0: -2.0}), ValueError, "class_weight"),
