@@ -40,6 +40,11 @@ def linear_solvers():
     return sorted(n for n, s in solvers().items() if s.family in LINEAR_FAMILIES)
 
 
+#: solver arguments the estimators set themselves (not through solver_options)
+_RESERVED = frozenset(("loss", "verbose", "n_jobs", "C", "lam", "tol", "max_epochs", "seed",
+                       "sample_weight", "class_weight", "warm_start", "callback"))
+
+
 class _SolverEstimator(BaseEstimator):
     """What every estimator shares: the solver call and the fitted attributes."""
 
@@ -62,8 +67,15 @@ class _SolverEstimator(BaseEstimator):
         seed = self.random_state
         if seed is not None and not isinstance(seed, numbers.Integral):
             seed = int(check_random_state(seed).randint(2**31 - 1))
-        kw = dict(loss=self.loss, C=self.C, tol=self.tol, max_epochs=self.max_iter, seed=seed,
-                  verbose=self.verbose, n_jobs=self.n_jobs, **extra)
+        kw = dict(loss=self.loss, verbose=self.verbose, n_jobs=self.n_jobs, **extra)
+        # None: the solver's own default (the train_* signature is the one copy of them)
+        for mine, theirs in (("C", "C"), ("lam", "lam"), ("tol", "tol"),
+                             ("max_iter", "max_epochs")):
+            value = getattr(self, mine, None)
+            if value is not None:
+                kw[theirs] = value
+        if seed is not None:
+            kw["seed"] = seed
         for name in self._direct:
             value = getattr(self, name)
             if name not in accepted:
@@ -73,7 +85,7 @@ class _SolverEstimator(BaseEstimator):
                 continue
             kw[name] = value
         options = dict(self.solver_options or {})
-        clash = sorted(set(options) & set(kw))
+        clash = sorted(set(options) & (_RESERVED | set(kw) | set(self._direct)))
         if clash:
             raise ValueError(f"solver_options may not set {clash}: they are parameters of "
                              f"{type(self).__name__}")
@@ -135,17 +147,18 @@ class LinearClassifier(ClassifierMixin, _SolverEstimator):
         One of :func:`linear_solvers` (default "sdca"; "linear" picks SDCA or Newton).
     C : float > 0
         The cost (default 1).
-    tol : float >= 0
+    tol : float >= 0 or None
         Stop on a certified relative suboptimality ``(P - P*)/P* <= tol`` (where the solver
-        has a certificate; see docs/api.md).
-    max_iter : int
-        The solver's ``max_epochs``.
+        has a certificate; see docs/api.md). None: the solver's default.
+    max_iter : int or None
+        The solver's ``max_epochs`` (None: its default).
     fit_intercept : bool
         An intercept (solvers "sdca", "newton", "linear"; liblinear's ``-B 1``, penalised).
     class_weight : dict, "balanced" or None
     warm_start : bool
         Start from the previous fit's model (same solver).
     random_state : int, RandomState or None
+        The solver's ``seed``; None: its default (0, reproducible).
     n_jobs : int or None
         Threads (docs/api.md, "Threads").
     verbose : int
@@ -155,8 +168,8 @@ class LinearClassifier(ClassifierMixin, _SolverEstimator):
 
     _direct = ("fit_intercept", "class_weight")
 
-    def __init__(self, loss="logistic", solver="sdca", C=1.0, tol=1e-6, max_iter=5000,
-                 fit_intercept=False, class_weight=None, warm_start=False, random_state=0,
+    def __init__(self, loss="logistic", solver="sdca", C=1.0, tol=None, max_iter=None,
+                 fit_intercept=False, class_weight=None, warm_start=False, random_state=None,
                  n_jobs=1, verbose=0, solver_options=None):
         self.loss = loss
         self.solver = solver
@@ -192,10 +205,8 @@ class LinearClassifier(ClassifierMixin, _SolverEstimator):
         return self._scores(X)
 
     def predict(self, X):
-        scores = self._scores(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        scores = self._scores(X)           # (NotFittedError before classes_ is read)
+        return _labels(self.classes_, scores)
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):
@@ -221,8 +232,8 @@ class LinearRegressor(RegressorMixin, _SolverEstimator):
 
     _direct = ("fit_intercept", "epsilon")
 
-    def __init__(self, loss="squared", solver="sdca", C=1.0, tol=1e-6, max_iter=5000,
-                 epsilon=None, fit_intercept=False, warm_start=False, random_state=0,
+    def __init__(self, loss="squared", solver="sdca", C=1.0, tol=None, max_iter=None,
+                 epsilon=None, fit_intercept=False, warm_start=False, random_state=None,
                  n_jobs=1, verbose=0, solver_options=None):
         self.loss = loss
         self.solver = solver
@@ -247,3 +258,186 @@ class LinearRegressor(RegressorMixin, _SolverEstimator):
 
     def predict(self, X):
         return self._scores(X)
+
+
+def _family_solvers(*families):
+    return sorted(n for n, s in solvers().items() if s.family in families)
+
+
+class MixupKernelClassifier(ClassifierMixin, _SolverEstimator):
+    """A kernel classifier trained with mixup by SDCA (MixupSDCA, Obi et al. 2025;
+    ``dualsolve.train_mixup_sdca``; solver "kernel_sgd" is its SGD baseline)::
+
+        min_f  (1/n) sum_i loss(y~_i, f(x~_i)) + (1/(2 C n)) ||f||_H^2
+
+    over the n training points and ``n_mix`` mixup points ``x~ = (1-r) x_a + r x_b`` with
+    soft labels. ``kernel`` "rbf" (default), "poly", "linear" or "precomputed", with
+    ``kernel_gamma``, ``degree``, ``coef0``; ``method`` the SDCA step rule ("naive",
+    "approx", "decomp", "exact"); other parameters as :class:`LinearClassifier`. After
+    ``fit``: ``dual_coef_`` (the dual variables, one column per class beyond two) instead
+    of ``coef_``.
+    """
+
+    _direct = ("kernel", "kernel_gamma", "degree", "coef0", "n_mix", "mixup_alpha", "method")
+
+    def __init__(self, loss="logistic", solver="mixup_sdca", kernel="rbf", kernel_gamma=None,
+                 degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive", C=1.0,
+                 tol=None, max_iter=None, warm_start=False, random_state=None, n_jobs=1,
+                 verbose=0, solver_options=None):
+        self.loss = loss
+        self.solver = solver
+        self.kernel = kernel
+        self.kernel_gamma = kernel_gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_mix = n_mix
+        self.mixup_alpha = mixup_alpha
+        self.method = method
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.solver_options = solver_options
+
+    def _solver_names(self):
+        return _family_solvers("mixup")
+
+    def _set_fitted(self, model):
+        super()._set_fitted(model)
+        del self.coef_, self.intercept_             # a kernel model has none
+        self.dual_coef_ = model.dual
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        self._call(X, y)
+        return self
+
+    def decision_function(self, X):
+        return self._scores(X)
+
+    def predict(self, X):
+        scores = self._scores(X)           # (NotFittedError before classes_ is read)
+        return _labels(self.classes_, scores)
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype="numeric")
+        return self.model_.predict_proba(X)
+
+
+class AUCClassifier(ClassifierMixin, _SolverEstimator):
+    """A linear scorer that maximises the AUC (Liu et al. 2020: PPD-SG, PPD-AdaGrad; the
+    baselines SOLAM and PGA), through the square-loss AUC surrogate::
+
+        min_w  E[(1 - w.(x - x'))^2 | y = 1, y' = -1] + (lam/2) ||w||^2
+
+    ``lam`` is the solver's (these objectives are not an average loss, so there is no
+    ``C``). ``decision_function`` ranks; ``predict`` thresholds the score at 0 (a ranking
+    model: prefer the scores); ``score`` is the ROC AUC (one-vs-rest macro average for
+    more than two classes). ``solver`` "ppd_sg" (default), "ppd_adagrad", "solam", "pga".
+    """
+
+    def __init__(self, solver="ppd_sg", lam=None, tol=None, max_iter=None, warm_start=False,
+                 random_state=None, n_jobs=1, verbose=0, solver_options=None):
+        self.solver = solver
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.solver_options = solver_options
+
+    loss = "squared"            # the surrogate's (the AUC solvers' only loss)
+
+    def _solver_names(self):
+        return _family_solvers("auc")
+
+    def _two_d_coef(self):
+        return True
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        self._call(X, y)
+        return self
+
+    def decision_function(self, X):
+        return self._scores(X)
+
+    def predict(self, X):
+        scores = self._scores(X)           # (NotFittedError before classes_ is read)
+        return _labels(self.classes_, scores)
+
+    def score(self, X, y, sample_weight=None):
+        """ROC AUC of the scores (macro one-vs-rest for more than two classes)."""
+        from sklearn.metrics import roc_auc_score
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return float(roc_auc_score(np.asarray(y) == self.classes_[1], scores,
+                                       sample_weight=sample_weight))
+        return float(np.mean([roc_auc_score(np.asarray(y) == c, scores[:, k],
+                                            sample_weight=sample_weight)
+                              for k, c in enumerate(self.classes_)]))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True     # a ranking, not a calibrated threshold
+        return tags
+
+
+class SpectralRiskRegressor(RegressorMixin, _SolverEstimator):
+    """A linear regressor minimising a spectral risk (SOREL, Ge & Jiang; the baselines
+    LSVRG, Prospect, SGD)::
+
+        min_w  sum_i sigma_i l_[i](w) + (1/(2 C n)) ||w||^2
+
+    with ``l_[1] <= ... <= l_[n]`` the sorted squared losses and ``sigma`` the spectrum:
+    "superquantile" (alias "cvar"; default, ``spectrum_param`` alpha = 0.5), "extremile",
+    "esrm", "erm", or explicit weights. ``solver`` "sorel" (default), "lsvrg", "prospect",
+    "spectral_sgd".
+    """
+
+    _direct = ("spectrum", "spectrum_param")
+
+    def __init__(self, spectrum="superquantile", spectrum_param=None, solver="sorel", C=1.0,
+                 tol=None, max_iter=None, warm_start=False, random_state=None, n_jobs=1,
+                 verbose=0, solver_options=None):
+        self.spectrum = spectrum
+        self.spectrum_param = spectrum_param
+        self.solver = solver
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.solver_options = solver_options
+
+    loss = "squared"
+
+    def _solver_names(self):
+        return _family_solvers("spectral")
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric", y_numeric=True)
+        self._call(X, y)
+        return self
+
+    def predict(self, X):
+        return self._scores(X)
+
+
+def _labels(classes, scores):
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.intp)]
+    return classes[np.argmax(scores, axis=1)]

@@ -11,7 +11,8 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dualsolve as ds  # noqa: E402
-from dualsolve.sklearn import LinearClassifier, LinearRegressor, linear_solvers  # noqa: E402
+from dualsolve.sklearn import (AUCClassifier, LinearClassifier, LinearRegressor,  # noqa: E402
+                               MixupKernelClassifier, SpectralRiskRegressor, linear_solvers)
 
 #: an iterative solver stops at tol: integer weights and repeated rows reach the same
 #: optimum (tests/test_weights.py: to 1e-9 in the objective), but the coefficients agree to
@@ -36,12 +37,21 @@ ESTIMATORS = [
     LinearRegressor(),
     LinearRegressor(solver="linear", loss="epsilon_insensitive", epsilon=0.1),
     LinearRegressor(solver="svrg"),
+    MixupKernelClassifier(),
+    MixupKernelClassifier(solver="kernel_sgd", kernel="linear"),
+    MixupKernelClassifier(kernel="poly", n_mix=50, method="approx"),
+    AUCClassifier(),
+    AUCClassifier(solver="ppd_adagrad"),
+    AUCClassifier(solver="solam"),
+    SpectralRiskRegressor(),
+    SpectralRiskRegressor(solver="prospect", spectrum="extremile"),
+    SpectralRiskRegressor(solver="lsvrg"),
 ]
 
 
 def expected_failures(est):
     failures = {}
-    if est.solver != "newton":
+    if isinstance(est, (LinearClassifier, LinearRegressor)) and est.solver != "newton":
         failures.update(WEIGHT_EQUIVALENCE)
     if isinstance(est, LinearClassifier) and not est.fit_intercept:
         failures.update(NO_INTERCEPT)
@@ -124,3 +134,23 @@ def test_bad_parameters_name_the_argument(a9a):
                                                                                  y[:100])
     with pytest.raises(ValueError, match="solver_options may not set"):
         LinearClassifier(solver_options={"tol": 1.0}).fit(X[:100], y[:100])
+
+
+def test_auc_classifier_scores_roc_auc(a9a):
+    from sklearn.metrics import roc_auc_score
+    X, y = a9a
+    est = AUCClassifier().fit(X, y)
+    assert est.score(X, y) == roc_auc_score(y, est.decision_function(X)) > 0.85
+
+
+def test_kernel_and_spectral_estimators_are_the_procedural_solves():
+    Xs, ys = ds.datasets.load("heart_scale")
+    k = MixupKernelClassifier(kernel="rbf", n_mix=100, random_state=3).fit(Xs, ys)
+    m = ds.train_mixup_sdca(Xs, ys, kernel="rbf", n_mix=100, seed=3)
+    np.testing.assert_array_equal(k.dual_coef_, m.dual)
+    np.testing.assert_array_equal(k.decision_function(Xs), m.decision_function(Xs))
+    Xr, yr = ds.datasets.load("yacht")
+    r = SpectralRiskRegressor(spectrum="superquantile", spectrum_param=0.5).fit(Xr, yr)
+    s = ds.train_sorel(Xr, yr, spectrum="superquantile", spectrum_param=0.5)
+    np.testing.assert_array_equal(r.coef_, s.coef)
+    assert r.stop_reason_ == s.stop_reason
