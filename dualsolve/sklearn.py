@@ -128,7 +128,42 @@ class _SolverEstimator(BaseEstimator):
         return tags
 
 
-class LinearClassifier(ClassifierMixin, _SolverEstimator):
+class _Classifier(ClassifierMixin, _SolverEstimator):
+    """What the classifiers share: labels, scores, predictions, logistic probabilities."""
+
+    def _fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.warm_start and getattr(self, "model_", None) is not None and \
+                not np.array_equal(self.model_.classes, self.classes_):
+            self.model_ = None          # other classes: a cold start
+        self._call(X, y, sample_weight)
+        return self
+
+    def decision_function(self, X):
+        """Scores: (n,) for two classes (positive: ``classes_[1]``), else (n, k)."""
+        return self._scores(X)
+
+    def predict(self, X):
+        scores = self._scores(X)           # (NotFittedError before classes_ is read)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Probabilities (``loss="logistic"`` only; one-vs-rest normalised, as liblinear)."""
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype="numeric")
+        return self.model_.predict_proba(X)
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+
+class LinearClassifier(_Classifier):
     """A linear classifier, L2-regularised, trained by one of the package's solvers::
 
         min_w  (1/n) sum_i c_i loss(y_i, x_i.w) + (1/(2 C n)) ||w||^2
@@ -191,36 +226,22 @@ class LinearClassifier(ClassifierMixin, _SolverEstimator):
         return True
 
     def fit(self, X, y, sample_weight=None):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if self.warm_start and getattr(self, "model_", None) is not None and \
-                not np.array_equal(self.model_.classes, self.classes_):
-            self.model_ = None          # other classes: a cold start
+        return self._fit(X, y, sample_weight)
+
+
+class _Regressor(RegressorMixin, _SolverEstimator):
+    """What the regressors share."""
+
+    def _fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric", y_numeric=True)
         self._call(X, y, sample_weight)
         return self
 
-    def decision_function(self, X):
-        """Scores: (n,) for two classes (positive: ``classes_[1]``), else (n, k)."""
+    def predict(self, X):
         return self._scores(X)
 
-    def predict(self, X):
-        scores = self._scores(X)           # (NotFittedError before classes_ is read)
-        return _labels(self.classes_, scores)
 
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Probabilities (``loss="logistic"`` only; one-vs-rest normalised, as liblinear)."""
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype="numeric")
-        return self.model_.predict_proba(X)
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_log_proba(self, X):
-        return np.log(self.predict_proba(X))
-
-
-class LinearRegressor(RegressorMixin, _SolverEstimator):
+class LinearRegressor(_Regressor):
     """A linear regressor, L2-regularised, trained by one of the package's solvers::
 
         min_w  (1/n) sum_i c_i loss(y_i, x_i.w) + (1/(2 C n)) ||w||^2
@@ -252,19 +273,14 @@ class LinearRegressor(RegressorMixin, _SolverEstimator):
         return linear_solvers()
 
     def fit(self, X, y, sample_weight=None):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric", y_numeric=True)
-        self._call(X, y, sample_weight)
-        return self
-
-    def predict(self, X):
-        return self._scores(X)
+        return self._fit(X, y, sample_weight)
 
 
 def _family_solvers(*families):
     return sorted(n for n, s in solvers().items() if s.family in families)
 
 
-class MixupKernelClassifier(ClassifierMixin, _SolverEstimator):
+class MixupKernelClassifier(_Classifier):
     """A kernel classifier trained with mixup by SDCA (MixupSDCA, Obi et al. 2025;
     ``dualsolve.train_mixup_sdca``; solver "kernel_sgd" is its SGD baseline)::
 
@@ -311,27 +327,11 @@ class MixupKernelClassifier(ClassifierMixin, _SolverEstimator):
         self.dual_coef_ = model.dual
 
     def fit(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        self._call(X, y)
-        return self
-
-    def decision_function(self, X):
-        return self._scores(X)
-
-    def predict(self, X):
-        scores = self._scores(X)           # (NotFittedError before classes_ is read)
-        return _labels(self.classes_, scores)
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype="numeric")
-        return self.model_.predict_proba(X)
+        """(no sample_weight: the mixup family's losses are unweighted)"""
+        return self._fit(X, y)
 
 
-class AUCClassifier(ClassifierMixin, _SolverEstimator):
+class AUCClassifier(_Classifier):
     """A linear scorer that maximises the AUC (Liu et al. 2020: PPD-SG, PPD-AdaGrad; the
     baselines SOLAM and PGA), through the square-loss AUC surrogate::
 
@@ -364,18 +364,8 @@ class AUCClassifier(ClassifierMixin, _SolverEstimator):
         return True
 
     def fit(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        self._call(X, y)
-        return self
-
-    def decision_function(self, X):
-        return self._scores(X)
-
-    def predict(self, X):
-        scores = self._scores(X)           # (NotFittedError before classes_ is read)
-        return _labels(self.classes_, scores)
+        """(no sample_weight: the AUC objectives are over pairs, unweighted)"""
+        return self._fit(X, y)
 
     def score(self, X, y, sample_weight=None):
         """ROC AUC of the scores (macro one-vs-rest for more than two classes)."""
@@ -394,7 +384,7 @@ class AUCClassifier(ClassifierMixin, _SolverEstimator):
         return tags
 
 
-class SpectralRiskRegressor(RegressorMixin, _SolverEstimator):
+class SpectralRiskRegressor(_Regressor):
     """A linear regressor minimising a spectral risk (SOREL, Ge & Jiang; the baselines
     LSVRG, Prospect, SGD)::
 
@@ -429,15 +419,6 @@ class SpectralRiskRegressor(RegressorMixin, _SolverEstimator):
         return _family_solvers("spectral")
 
     def fit(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric", y_numeric=True)
-        self._call(X, y)
-        return self
+        """(no sample_weight: a spectral risk weighs the sorted losses by the spectrum)"""
+        return self._fit(X, y)
 
-    def predict(self, X):
-        return self._scores(X)
-
-
-def _labels(classes, scores):
-    if scores.ndim == 1:
-        return classes[(scores > 0).astype(np.intp)]
-    return classes[np.argmax(scores, axis=1)]

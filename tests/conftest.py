@@ -38,6 +38,16 @@ def heart():
     return dualsolve.datasets.load("heart_scale")
 
 
+@pytest.fixture(scope="session")
+def three_classes(heart):
+    """heart_scale with three string classes: "a" / "b" by its label, "c" where feature 0
+    exceeds 0.3."""
+    X, y = heart
+    y3 = np.where(y > 0, "b", "a").astype(object)
+    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = "c"
+    return X, y3.astype(str)
+
+
 def primal_objective(X, y, w, lam, loss, intercept=0.0, smoothing=0.5):
     """P(w) = mean loss + lam/2 ||w||^2 in plain NumPy (the intercept is not regularised here)."""
     z = X @ w + intercept

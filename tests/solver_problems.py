@@ -1,5 +1,9 @@
 """The small problem every generated solver test runs on (the contract test, the relative
 tol test): one per registered solver, for its first loss."""
+import os
+import signal
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -30,3 +34,31 @@ def train(name, X, y, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return getattr(ds, name)(X, y, **kw)
+
+
+def interrupted(fit, first=lambda info: info["epoch"] == 0):
+    """Run ``fit(callback)`` and send a real SIGINT 0.3 s after the callback first sees an
+    epoch for which ``first(info)`` holds (so that any set-up is over). Returns (the
+    KeyboardInterrupt raised, seconds from the signal to it); AssertionError if none was."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+
+    def start_the_timer(info):
+        if first(info) and not timer.is_alive() and not sent:
+            timer.start()
+
+    try:
+        try:
+            fit(start_the_timer)
+        except KeyboardInterrupt as exc:
+            return exc, time.perf_counter() - sent[0]
+        raise AssertionError("the fit ended without KeyboardInterrupt")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)

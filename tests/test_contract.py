@@ -9,10 +9,6 @@ non-canonical CSR) gives the answer of the clean input; the same seed gives bitw
 same coef; a callback can stop the run or raise into the caller; a real SIGINT stops it
 within a second; a warm start from a converged model stops within 2 epochs.
 """
-import os
-import signal
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -21,7 +17,7 @@ import scipy.sparse as sp
 
 import dualsolve as ds
 from dualsolve._driver import solvers
-from solver_problems import problem, train  # tests/ (see conftest.py)
+from solver_problems import interrupted, problem, train  # tests/ (see conftest.py)
 
 TRAINERS = sorted(n for n in ds.__all__ if n.startswith("train_"))
 REGISTRY = {s.function_name: s for s in solvers().values()}
@@ -221,27 +217,8 @@ def test_sigint_stops_within_a_second(name):
     set-up, e.g. a Gram matrix, is over): KeyboardInterrupt within 1 s, carrying the
     partial model (stop_reason "interrupted")."""
     X, y, loss = problem(name, n=4000, d=200)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sent = []
-
-    def interrupt():
-        sent.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.3, interrupt)
-
-    def start_the_timer(info):
-        if info["epoch"] == 0:
-            timer.start()
-
-    try:
-        with pytest.raises(KeyboardInterrupt) as info:
-            train(name, X, y, loss=loss, tol=0.0, max_epochs=2**31 - 1,
-                  callback=start_the_timer)
-        waited = time.perf_counter() - sent[0]
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, old)
+    exc, waited = interrupted(lambda cb: train(name, X, y, loss=loss, tol=0.0,
+                                               max_epochs=2**31 - 1, callback=cb))
     assert waited < 1.0, (name, waited)
-    model = getattr(info.value, "model", None)
+    model = getattr(exc, "model", None)
     assert model is not None and model.stop_reason == "interrupted", name

@@ -183,7 +183,7 @@ def test_generator_rejects_bad_arguments(kw, exc, word):
 
 def test_generator_rejects_bad_labels():
     X, y = synthetic()
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="one class only"):
         mixup_augment(X, np.ones(60), 5)
     with pytest.raises(ValueError, match="labels but X has"):
         mixup_augment(X, y[:-1], 5)

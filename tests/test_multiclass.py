@@ -9,17 +9,6 @@ import dualsolve as ds
 from dualsolve._driver import solvers
 
 
-
-
-
-@pytest.fixture(scope="module")
-def three_classes():
-    X, y = ds.datasets.load("heart_scale")
-    y3 = np.where(y > 0, "b", "a").astype(object)
-    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = "c"
-    return X, y3.astype(str)
-
-
 def test_each_row_is_the_binary_solve(satellite):
     X, y = satellite
     m = ds.train_sdca(X, y, loss="logistic", tol=1e-8, seed=3)

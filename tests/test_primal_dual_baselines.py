@@ -521,7 +521,7 @@ def test_bad_inputs(heart, solver):
         solver(X, y, loss=3)
     with pytest.raises(ValueError, match="smoothing"):
         solver(X, y, loss="logistic", smoothing=0.3)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="one class only"):
         solver(X, np.ones_like(y), loss="logistic")
     for kw, exc, word in [(dict(lam=-1.0), ValueError, "lam"), (dict(l1=-1e-3), ValueError, "l1"),
                           (dict(lam=np.nan), ValueError, "lam"), (dict(step=0.0), ValueError, "step"),

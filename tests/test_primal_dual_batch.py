@@ -637,7 +637,7 @@ def test_bad_inputs(heart):
                 solver(X, y, **kw)
         with pytest.raises(ValueError, match="y has 3 labels but X has 270 rows"):
             solver(X, y[:3], loss="logistic")
-        with pytest.raises(ValueError, match="single class"):
+        with pytest.raises(ValueError, match="one class only"):
             solver(X, np.ones_like(y), loss="logistic")
         m3 = solver(X, np.r_[y[:-1], 7.0], loss="logistic", max_epochs=1, tol=0)
         assert m3.coef.shape == (3, X.shape[1])                        # one-vs-rest

@@ -793,7 +793,7 @@ def test_bad_input(heart):
         train_ada_spdc(X, y, period=0)
     with pytest.raises(ValueError, match=r"check_every must be an integer in \[1, inf\)"):
         train_spdc(X, y, check_every=0)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="one class only"):
         train_spdc(X, np.ones(X.shape[0]), loss="logistic")
     with pytest.raises(ValueError, match="labels but X has"):
         train_spdc(X, y[:-1])

@@ -493,7 +493,7 @@ def test_bad_inputs(yacht, spectral):
         train_sorel(X, y, spectrum="erm", warm_start=np.zeros(X.shape[1] + 1))
     with pytest.raises(ValueError, match="form"):
         train_sorel(X, y, spectrum="erm", form="newton")
-    with pytest.raises(ValueError, match="two are needed|single class"):
+    with pytest.raises(ValueError, match="two are needed|one class only"):
         train_sorel(X, np.ones(n), spectrum="erm", loss="logistic")
     with pytest.raises(ValueError, match="lam must be > 0"):
         train_sorel(X, y, spectrum="erm", lam=0.0)

@@ -532,7 +532,7 @@ def test_bad_inputs(yacht, spectral, train):
     spectral.assert_spectrum_input_errors(train, X, y)
     with pytest.raises(ValueError, match=f"loss.*for {train.__name__}"):
         train(X, y, spectrum="erm", loss="hinge")
-    with pytest.raises(ValueError, match="two are needed|single class"):
+    with pytest.raises(ValueError, match="two are needed|one class only"):
         train(X, np.ones(n), spectrum="erm", loss="logistic")
     m3 = train(X, np.arange(n) % 3, spectrum="erm", loss="logistic", max_epochs=1, tol=0)
     assert m3.coef.shape == (3, X.shape[1])                            # one-vs-rest

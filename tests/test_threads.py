@@ -3,11 +3,8 @@ OpenMP / threadpoolctl limits, and one-vs-rest classes in threads giving the mod
 ``n_jobs=1`` bit for bit, for every binary classifier; a callback, an exception or Ctrl-C
 in one class stops them all."""
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -17,14 +14,7 @@ import dualsolve as ds
 from dualsolve import _threads
 from dualsolve._core import parallel
 from dualsolve._driver import solvers
-
-
-@pytest.fixture(scope="module")
-def three_classes():
-    X, y = ds.datasets.load("heart_scale")
-    y3 = np.where(y > 0, "b", "a").astype(object)
-    y3[np.asarray(X[:, 0].todense()).ravel() > 0.3] = "c"
-    return X, y3.astype(str)
+from solver_problems import interrupted  # tests/ (see conftest.py)
 
 
 def _quiet(train, *args, **kw):
@@ -143,31 +133,12 @@ def test_sigint_stops_classes_in_threads_within_a_second():
     import scipy.sparse as sp
     X = sp.random(4000, 200, density=0.2, random_state=1, format="csr")
     y = rng.integers(0, 3, 4000)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sent = []
-
-    def interrupt():
-        sent.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.3, interrupt)
-
-    def start_the_timer(info):
-        if info["epoch"] == 0 and info["class"] == 0:
-            timer.start()
-
-    try:
-        with pytest.raises(KeyboardInterrupt) as info:
-            ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1, callback=start_the_timer,
-                          n_jobs=2)
-        waited = time.perf_counter() - sent[0]
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, old)
+    exc, waited = interrupted(
+        lambda cb: ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1, callback=cb, n_jobs=2),
+        first=lambda info: info["epoch"] == 0 and info["class"] == 0)
     assert waited < 1.0, waited
-    model = info.value.model
-    assert model.stop_reason == "interrupted"
-    assert set(model.params["class_stop_reasons"]) <= {"interrupted", None}
+    assert exc.model.stop_reason == "interrupted"
+    assert set(exc.model.params["class_stop_reasons"]) <= {"interrupted", None}
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,29 +195,10 @@ def test_same_seed_and_threads_give_the_same_coef(d):
 
 def test_sigint_stops_a_threaded_solve_within_a_second():
     X, y = _sparse_problem(20000, 300)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sent = []
-
-    def interrupt():
-        sent.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.3, interrupt)
-
-    def start_the_timer(info):
-        if info["epoch"] == 0:
-            timer.start()
-
-    try:
-        with pytest.raises(KeyboardInterrupt) as info:
-            ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1, callback=start_the_timer,
-                          n_jobs=2)
-        waited = time.perf_counter() - sent[0]
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, old)
+    exc, waited = interrupted(lambda cb: ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1,
+                                                        callback=cb, n_jobs=2))
     assert waited < 1.0, waited
-    assert info.value.model.stop_reason == "interrupted"
+    assert exc.model.stop_reason == "interrupted"
 
 
 def test_command_line_threads(tmp_path, capsys):
