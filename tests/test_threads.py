@@ -46,14 +46,17 @@ def test_n_jobs_resolves_against_the_limit():
     assert _threads.effective_n_jobs(10**6) == limit      # never more than the cores
 
 
-def test_omp_num_threads_caps_n_jobs():
+def test_omp_num_threads_caps_n_jobs(tmp_path):
     """OMP_NUM_THREADS=1 (read by OpenMP at start-up, or by us without OpenMP): -1 and 8
-    both mean one thread."""
-    code = ("from dualsolve import _threads as t; "
+    both mean one thread. (Run outside the checkout: there `import dualsolve` would find
+    the source tree, whose modules may not be compiled.)"""
+    code = ("import dualsolve; from dualsolve import _threads as t; "
             "print(t.effective_n_jobs(-1), t.effective_n_jobs(8))")
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.split()
     assert out == ["1", "1"]
 
 
