@@ -11,12 +11,19 @@ solver as its ``C`` (``lam = 1/(C n)``, mapped in one place, ``dualsolve._valida
 ``n_features_in_``, ``n_iter_`` (epochs), ``model_`` (the :class:`dualsolve.Model`),
 ``history_``, ``stop_reason_``, ``duality_gap_`` (the last certified gap, NaN for a solver
 without one), and ``classes_`` for a classifier. ``warm_start=True`` starts the next ``fit``
-from the previous model (its dual variables for a dual solver), so a ``GridSearchCV`` over
-``C`` with ``refit`` or a manual path is cheap.
+from the previous model (its dual variables for a dual solver), and a fresh estimator (a
+clone, as ``GridSearchCV`` makes one per candidate and fold) from the last model fitted on
+the same data with the same parameters but ``C``/``lam``, ``tol``, ``max_iter`` and the
+like (the last ``_WARM_SIZE`` fits are kept, by a fingerprint of the data): a grid over
+``C`` then runs as a warm path in every fold.
 """
+import collections
+import hashlib
 import numbers
+import threading
 
 import numpy as np
+import scipy.sparse as sp
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -38,6 +45,34 @@ LINEAR_FAMILIES = ("sdca", "adfsdca", "primal_dual", "newton", "linear")
 def linear_solvers():
     """Names of the solvers behind LinearClassifier / LinearRegressor."""
     return sorted(n for n, s in solvers().items() if s.family in LINEAR_FAMILIES)
+
+
+#: warm_start=True across clones: the last models fitted, by a fingerprint of the data and
+#: of every parameter but the ones a warm start may change (GridSearchCV clones the
+#: estimator for every candidate and fold, so a clone finds the model its fold's previous
+#: candidate left). A start changes the path to the certificate, never the answer.
+_WARM_MODELS = collections.OrderedDict()
+_WARM_SIZE = 8
+_WARM_LOCK = threading.Lock()
+#: the parameters a warm start may differ in
+_WARM_FREE = ("C", "lam", "tol", "max_iter", "verbose", "n_jobs", "warm_start",
+              "random_state")
+
+
+def _fingerprint(est, X, y, sample_weight):
+    """A digest of X (its shape, nnz and an evenly spaced sample of its arrays), all of y
+    and of the sample weights, and the estimator's parameters but _WARM_FREE."""
+    h = hashlib.blake2b(digest_size=16)
+    arrays = (X.data, X.indices, X.indptr) if sp.issparse(X) else (np.asarray(X).ravel(),)
+    h.update(repr((X.shape, type(X).__name__)).encode())
+    for a in arrays:
+        h.update(repr((a.dtype.str, a.size)).encode())
+        h.update(np.ascontiguousarray(a[::max(1, a.size // 4096)]).tobytes())
+    for a in (y, sample_weight):
+        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+    params = {k: v for k, v in est.get_params(deep=False).items() if k not in _WARM_FREE}
+    h.update(repr(sorted(params.items())).encode())
+    return h.hexdigest()
 
 
 #: solver arguments the estimators set themselves (not through solver_options)
@@ -94,11 +129,26 @@ class _SolverEstimator(BaseEstimator):
             if not s.weights:
                 raise ValueError(f"solver {self.solver!r} takes no sample_weight")
             kw["sample_weight"] = sample_weight
-        if self.warm_start and getattr(self, "model_", None) is not None \
-                and self.model_.solver == s.name:
-            kw["warm_start"] = self.model_
+        key = None
+        if self.warm_start:
+            key = _fingerprint(self, X, y, sample_weight)
+            # the previous fit's model when it was on these data with these parameters,
+            # else the last one a clone left for them (other data: a cold start)
+            start = self.model_ if getattr(self, "warm_key_", None) == key else None
+            if start is None:
+                with _WARM_LOCK:
+                    start = _WARM_MODELS.get(key)
+            if start is not None:
+                kw["warm_start"] = start
         model = train(X, y, **kw)
+        if key is not None:
+            with _WARM_LOCK:
+                _WARM_MODELS[key] = model
+                _WARM_MODELS.move_to_end(key)
+                while len(_WARM_MODELS) > _WARM_SIZE:
+                    _WARM_MODELS.popitem(last=False)
         self._set_fitted(model)
+        self.warm_key_ = key
         return model
 
     def _set_fitted(self, model):
@@ -135,9 +185,6 @@ class _Classifier(ClassifierMixin, _SolverEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric")
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        if self.warm_start and getattr(self, "model_", None) is not None and \
-                not np.array_equal(self.model_.classes, self.classes_):
-            self.model_ = None          # other classes: a cold start
         self._call(X, y, sample_weight)
         return self
 

@@ -11,6 +11,7 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dualsolve as ds  # noqa: E402
+import dualsolve.sklearn as dualsolve_sklearn  # noqa: E402
 from dualsolve.sklearn import (AUCClassifier, LinearClassifier, LinearRegressor,  # noqa: E402
                                MixupKernelClassifier, SpectralRiskRegressor, linear_solvers)
 
@@ -154,3 +155,42 @@ def test_kernel_and_spectral_estimators_are_the_procedural_solves():
     s = ds.train_sorel(Xr, yr, spectrum="superquantile", spectrum_param=0.5)
     np.testing.assert_array_equal(r.coef_, s.coef)
     assert r.stop_reason_ == s.stop_reason
+
+
+def test_grid_search_with_warm_start_runs_a_warm_path_per_fold(a9a):
+    """GridSearchCV clones the estimator for every candidate and fold; with
+    warm_start=True each clone starts from the model its fold's previous candidate left:
+    fewer epochs, the same certified solutions (the same scores)."""
+    from sklearn.model_selection import GridSearchCV
+    X, y = a9a
+    X, y = X[:6000], y[:6000]
+    Cs = {"C": [1.0, 4.0, 16.0, 64.0]}
+    epochs = {}
+    scores = {}
+    for warm in (False, True):
+        dualsolve_sklearn._WARM_MODELS.clear()
+        grid = GridSearchCV(LinearClassifier(warm_start=warm, tol=1e-8), Cs, cv=3,
+                            refit=False)
+        seen = []
+        original = dualsolve_sklearn._SolverEstimator._set_fitted
+
+        def spy(self, model, seen=seen, original=original):
+            seen.append(model.n_epochs)
+            original(self, model)
+
+        dualsolve_sklearn._SolverEstimator._set_fitted = spy
+        try:
+            grid.fit(X, y)
+        finally:
+            dualsolve_sklearn._SolverEstimator._set_fitted = original
+        epochs[warm] = sum(seen)
+        scores[warm] = grid.cv_results_["mean_test_score"]
+    assert epochs[True] < 0.7 * epochs[False], epochs
+    np.testing.assert_allclose(scores[True], scores[False], atol=2e-3)
+
+
+def test_warm_start_on_other_data_starts_cold(a9a):
+    X, y = a9a
+    est = LinearClassifier(warm_start=True).fit(X[:3000], y[:3000])
+    est.fit(X[3000:5000], y[3000:5000])           # other rows, other n: no error, certified
+    assert est.stop_reason_ == "converged"
