@@ -14,8 +14,8 @@ without one), and ``classes_`` for a classifier. ``warm_start=True`` starts the 
 from the previous model (its dual variables for a dual solver), and a fresh estimator (a
 clone, as ``GridSearchCV`` makes one per candidate and fold) from the last model fitted on
 the same data with the same parameters but ``C``/``lam``, ``tol``, ``max_iter`` and the
-like (the last ``_WARM_SIZE`` fits are kept, by a fingerprint of the data): a grid over
-``C`` then runs as a warm path in every fold.
+like (the last ``_WARM_SIZE`` fits, at most ``_WARM_BYTES`` of arrays, are kept by a
+fingerprint of the data): a grid over ``C`` then runs as a warm path in every fold.
 """
 import collections
 import hashlib
@@ -53,10 +53,15 @@ def linear_solvers():
 #: candidate left). A start changes the path to the certificate, never the answer.
 _WARM_MODELS = collections.OrderedDict()
 _WARM_SIZE = 8
+_WARM_BYTES = 512 * 2**20          # and at most this much of their arrays (the newest stays)
 _WARM_LOCK = threading.Lock()
 #: the parameters a warm start may differ in
 _WARM_FREE = ("C", "lam", "tol", "max_iter", "verbose", "n_jobs", "warm_start",
               "random_state")
+
+
+def _nbytes(model):
+    return sum(np.asarray(a).nbytes for a in (model.coef, model.dual) if a is not None)
 
 
 def _fingerprint(est, X, y, sample_weight):
@@ -145,7 +150,8 @@ class _SolverEstimator(BaseEstimator):
             with _WARM_LOCK:
                 _WARM_MODELS[key] = model
                 _WARM_MODELS.move_to_end(key)
-                while len(_WARM_MODELS) > _WARM_SIZE:
+                while len(_WARM_MODELS) > 1 and (len(_WARM_MODELS) > _WARM_SIZE or sum(
+                        _nbytes(m) for m in _WARM_MODELS.values()) > _WARM_BYTES):
                     _WARM_MODELS.popitem(last=False)
         self._set_fitted(model)
         self.warm_key_ = key
