@@ -218,3 +218,17 @@ def test_command_line_threads(tmp_path, capsys):
     capsys.readouterr()
     assert main(["train", "-n", "0", str(data)]) == 2
     assert "-n: must be a number of threads >= 1" in capsys.readouterr().err
+
+
+def test_threaded_gram_is_the_serial_one():
+    """The mixup family's dense Gram matrix: kernel values in threads, entry by entry, so
+    the matrix and the fit are the same bit for bit."""
+    from dualsolve._core import kernels as K
+    X, y = ds.datasets.load("heart_scale")
+    kern = K.make_kernel("rbf", "auto", X=X)
+    one = K.DenseGram(X, None, kern, np.float64, 1)
+    two = K.DenseGram(X, None, kern, np.float64, 2)
+    assert one.column_py(7).tobytes() == two.column_py(7).tobytes()
+    a = ds.train_mixup_sdca(X, y, kernel="rbf", n_mix=100, tol=1e-8, n_jobs=1)
+    b = ds.train_mixup_sdca(X, y, kernel="rbf", n_mix=100, tol=1e-8, n_jobs=2)
+    assert a.dual.tobytes() == b.dual.tobytes()

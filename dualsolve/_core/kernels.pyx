@@ -19,6 +19,7 @@ The C level (``cimport``) is documented in ``kernels.pxd``.
 from collections import namedtuple
 import numbers
 
+from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 from libc.string cimport memset
 
@@ -137,12 +138,15 @@ def kernel_from_dots(dot, sqa, sqb, kernel):
 
 
 def _apply_kernel(const double[:, ::1] lin, const double[::1] sqa, const double[::1] sqb,
-                  params, floating[:, ::1] out):
-    """out[i, j] = kernel(lin[i, j], sqa[i], sqb[j]); out may be lin itself."""
+                  params, floating[:, ::1] out, int threads=1):
+    """out[i, j] = kernel(lin[i, j], sqa[i], sqb[j]); out may be lin itself. Rows in
+    ``threads`` threads (each entry on its own: the same result for any count)."""
     cdef KernelSpec k = kernel_spec_from(params)
     cdef Py_ssize_t i, j, rows = lin.shape[0], cols = lin.shape[1]
+    if threads < 1:
+        threads = 1
     with nogil:
-        for i in range(rows):
+        for i in prange(rows, num_threads=threads, schedule="static"):
             for j in range(cols):
                 out[i, j] = <floating>kernel_from_dot(&k, lin[i, j], sqa[i], sqb[j])
 
@@ -298,9 +302,10 @@ def _use_dense(X):
     return n * d <= (1 << 20) or (X.nnz >= 0.05 * n * d and n * d * 8 <= 256 * _MB)
 
 
-def _kernel_blocks(A, B, sqa, sqb, params, out):
+def _kernel_blocks(A, B, sqa, sqb, params, out, threads=1):
     """out = kernel(A, B) for CSR float64 A, B, computed a block of rows of A at a time
-    (the float64 linear block is the only temporary; out may be float32)."""
+    (the float64 linear block is the only temporary; out may be float32); the kernel
+    values in ``threads`` threads (the products are BLAS's or scipy's)."""
     nA, nB = A.shape[0], B.shape[0]
     if nA == 0 or nB == 0:
         return out
@@ -319,7 +324,7 @@ def _kernel_blocks(A, B, sqa, sqb, params, out):
             lin = Ad[s:e] @ BdT
         else:
             lin = np.ascontiguousarray((A[s:e] @ BT).toarray(), dtype=np.float64)
-        _apply_kernel(lin, sqa[s:e], sqb, params, out[s:e])
+        _apply_kernel(lin, sqa[s:e], sqb, params, out[s:e], threads)
     return out
 
 
@@ -452,6 +457,8 @@ cdef class DenseGram(StoredGram):
     kernel : KernelParams (not "precomputed")
     dtype : np.float64 or np.float32
         float32 halves the memory; ``column`` then converts into a float64 buffer.
+    threads : int
+        Threads for the kernel values (``n_jobs``); the matrix is the same for any count.
 
     The linear Gram of the augmented rows ``M X_o`` (materialised here for a moment: the
     original set is small) is computed a block of rows at a time (BLAS for small or
@@ -459,7 +466,7 @@ cdef class DenseGram(StoredGram):
     nogil loop, so the float64 temporary is one block even for a float32 matrix.
     """
 
-    def __init__(self, X_orig, plan, kernel, dtype=np.float64):
+    def __init__(self, X_orig, plan, kernel, dtype=np.float64, threads=1):
         self.spec = kernel_spec_from(kernel)
         if self.spec.kind == KERNEL_PRECOMPUTED:
             raise ValueError("DenseGram computes a kernel; use PrecomputedGram for 'precomputed'")
@@ -472,7 +479,7 @@ cdef class DenseGram(StoredGram):
         sq = np.concatenate([sq_o, _mix_sqnorms(X64, sq_o, a, b, r)])
         n = Xa.shape[0]
         K = np.empty((n, n), dtype=dtype)
-        _kernel_blocks(Xa, Xa, sq, sq, kernel, K)
+        _kernel_blocks(Xa, Xa, sq, sq, kernel, K, threads)
         diag = kernel_from_dots(sq, sq, sq, kernel)
         # the diagonal from the norms: exactly 1 for rbf, and the same number as self.diag
         K[np.arange(n), np.arange(n)] = diag
@@ -811,7 +818,7 @@ cdef class CachedColumns(ColumnSource):
 
 
 def make_column_source(X_orig, plan, kernel, *, precomputed=None, gram_dtype=np.float64,
-                       max_gram_mb=1024, cache_size=200):
+                       max_gram_mb=1024, cache_size=200, threads=1):
     """The :class:`ColumnSource` for a (mixup-)augmented training set.
 
     Parameters
@@ -831,6 +838,8 @@ def make_column_source(X_orig, plan, kernel, *, precomputed=None, gram_dtype=np.
         The dense matrix is used when ``n^2 * itemsize`` fits in this many MB.
     cache_size : float > 0
         Otherwise, the MB of the column cache of :class:`CachedColumns`.
+    threads : int
+        Threads for a dense Gram matrix's kernel values.
 
     Returns
     -------
@@ -859,7 +868,7 @@ def make_column_source(X_orig, plan, kernel, *, precomputed=None, gram_dtype=np.
     n_o = X_orig.shape[0] if hasattr(X_orig, "shape") else len(X_orig)
     n = n_o + (0 if plan is None else len(plan.a))
     if n * n * dtype.itemsize <= max_gram_mb * _MB:
-        return DenseGram(X_orig, plan, kernel, dtype)
+        return DenseGram(X_orig, plan, kernel, dtype, threads)
     return CachedColumns(X_orig, plan, kernel, cache_size)
 
 

@@ -194,12 +194,12 @@ class _Augmented:
         gamma = "auto" if o["kernel_gamma"] is None else o["kernel_gamma"]
         return _kernels.make_kernel(self.kernel, gamma, o["coef0"], o["degree"], X=self.X_orig)
 
-    def column_source(self, o, spec):
+    def column_source(self, o, spec, threads=1):
         return _kernels.make_column_source(
             self.X_orig, self.plan, spec,
             precomputed=self.K if self.kernel == "precomputed" else None,
             gram_dtype=_gram_dtype(o["gram_dtype"], self.n, o["max_gram_mb"]),
-            max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"])
+            max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"], threads=threads)
 
     def kernel_model(self, p, o, spec, dual, lam):
         """Result arguments for a KernelModel over these points."""
@@ -266,7 +266,7 @@ def _mixup_engine(p, o, mon):
         model = dict(coef=w)
     else:
         spec = pts.kernel_params(o)
-        src = pts.column_source(o, spec)
+        src = pts.column_source(o, spec, p.n_jobs)
         status, n_epochs, primal, dual, gap, p0, beta = _kernel_sdca.kernel_sdca(
             src, y_coord, p.loss, p.loss_param, p.lam, alpha, p.tol, p.max_epochs, check,
             SAMPLING[o["sampling"]], p.seed, mon, point=point, weight=weight, **step)
@@ -342,7 +342,7 @@ def _sgd_engine(p, o, mon):
     pts = _Augmented(p, o, materialize=False)
     n = pts.n
     spec = pts.kernel_params(o)
-    src = pts.column_source(o, spec)
+    src = pts.column_source(o, spec, p.n_jobs)
     step = o["step"]
     if step is None:
         k_max = float(np.max(src.diagonal)) if n else 1.0
