@@ -19,6 +19,7 @@ fingerprint of the data): a grid over ``C`` then runs as a warm path in every fo
 """
 import collections
 import hashlib
+import inspect
 import numbers
 import threading
 
@@ -80,6 +81,14 @@ def _fingerprint(est, X, y, sample_weight):
     return h.hexdigest()
 
 
+def _keep(est, params):
+    """Store an estimator's ``__init__`` arguments untouched, under their own names (what
+    scikit-learn's get_params / clone expect; no logic in ``__init__``)."""
+    for name, value in params.items():
+        if name != "self":
+            setattr(est, name, value)
+
+
 #: solver arguments the estimators set themselves (not through solver_options)
 _RESERVED = frozenset(("loss", "verbose", "n_jobs", "C", "lam", "tol", "max_epochs", "seed",
                        "sample_weight", "class_weight", "warm_start", "callback"))
@@ -100,7 +109,6 @@ class _SolverEstimator(BaseEstimator):
 
     def _call(self, X, y, sample_weight=None, **extra):
         """train_<solver>(X, y, ...) with this estimator's parameters."""
-        import inspect
         s = self._solver()
         train = getattr(dualsolve, s.function_name)
         accepted = inspect.signature(train).parameters
@@ -259,18 +267,7 @@ class LinearClassifier(_Classifier):
     def __init__(self, loss="logistic", solver="sdca", C=1.0, tol=None, max_iter=None,
                  fit_intercept=False, class_weight=None, warm_start=False, random_state=None,
                  n_jobs=1, verbose=0, solver_options=None):
-        self.loss = loss
-        self.solver = solver
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.solver_options = solver_options
+        _keep(self, locals())
 
     def _solver_names(self):
         return linear_solvers()
@@ -309,18 +306,7 @@ class LinearRegressor(_Regressor):
     def __init__(self, loss="squared", solver="sdca", C=1.0, tol=None, max_iter=None,
                  epsilon=None, fit_intercept=False, warm_start=False, random_state=None,
                  n_jobs=1, verbose=0, solver_options=None):
-        self.loss = loss
-        self.solver = solver
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.epsilon = epsilon
-        self.fit_intercept = fit_intercept
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.solver_options = solver_options
+        _keep(self, locals())
 
     def _solver_names(self):
         return linear_solvers()
@@ -353,23 +339,7 @@ class MixupKernelClassifier(_Classifier):
                  degree=3, coef0=1.0, n_mix=0, mixup_alpha=1.0, method="naive", C=1.0,
                  tol=None, max_iter=None, warm_start=False, random_state=None, n_jobs=1,
                  verbose=0, solver_options=None):
-        self.loss = loss
-        self.solver = solver
-        self.kernel = kernel
-        self.kernel_gamma = kernel_gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_mix = n_mix
-        self.mixup_alpha = mixup_alpha
-        self.method = method
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.solver_options = solver_options
+        _keep(self, locals())
 
     def _solver_names(self):
         return _family_solvers("mixup")
@@ -398,15 +368,7 @@ class AUCClassifier(_Classifier):
 
     def __init__(self, solver="ppd_sg", lam=None, tol=None, max_iter=None, warm_start=False,
                  random_state=None, n_jobs=1, verbose=0, solver_options=None):
-        self.solver = solver
-        self.lam = lam
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.solver_options = solver_options
+        _keep(self, locals())
 
     loss = "squared"            # the surrogate's (the AUC solvers' only loss)
 
@@ -454,17 +416,7 @@ class SpectralRiskRegressor(_Regressor):
     def __init__(self, spectrum="superquantile", spectrum_param=None, solver="sorel", C=1.0,
                  tol=None, max_iter=None, warm_start=False, random_state=None, n_jobs=1,
                  verbose=0, solver_options=None):
-        self.spectrum = spectrum
-        self.spectrum_param = spectrum_param
-        self.solver = solver
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.solver_options = solver_options
+        _keep(self, locals())
 
     loss = "squared"
 

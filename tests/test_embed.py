@@ -74,8 +74,8 @@ def test_cimported_loop_gives_the_same_w(embed_module, a9a):
 
 
 def test_cimported_loop_in_two_threads_gives_the_same_w(embed_module, a9a):
-    """A threaded call through the C API (two threads for the exact checks and the
-    recomputations of w) is train_sdca(n_jobs=2), bit for bit."""
+    """A threaded call through the C API (two threads for the exact checks) is
+    train_sdca(n_jobs=2), bit for bit."""
     from dualsolve import _threads
     if _threads.effective_n_jobs(2) < 2:
         pytest.skip("one core here: train_sdca(n_jobs=2) would run one thread")

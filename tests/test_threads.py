@@ -145,8 +145,8 @@ def test_sigint_stops_classes_in_threads_within_a_second():
 
 
 # ---------------------------------------------------------------------------------------
-# one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks, and w recomputed
-# from alpha, in threads; the passes stay serial)
+# one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks in threads; the
+# passes stay serial)
 
 
 def _sparse_problem(n, d, seed=0, per_row=15):
@@ -163,7 +163,7 @@ def _sparse_problem(n, d, seed=0, per_row=15):
     return X, y
 
 
-# d = 300: checks and w's recomputation in threads; d = 200,000: the checks only
+# a small and a wide problem (d = 300 and 200,000 features)
 @pytest.mark.parametrize("d", [300, 200_000])
 @pytest.mark.parametrize("kw", [dict(loss="logistic"), dict(loss="squared_hinge"),
                                 dict(loss="hinge"), dict(loss="logistic", fit_intercept=True),

@@ -88,9 +88,8 @@ ctypedef struct SdcaOptions:
     int shrinking             # 1: drop rows stuck at a bound (bounded losses, labels +-1)
     int sampling              # SAMPLE_PERMUTATION or SAMPLE_UNIFORM
     uint64_t seed
-    int n_threads             # > 1: the exact checks (and, for a w of at most 1 MiB, its
-                              # recomputations from alpha) in that many threads, each
-                              # summing a slice of the rows, the slices added in order (the
+    int n_threads             # > 1: the exact gap checks in that many threads, each scoring
+                              # a slice of the rows, the slices' sums added in order (the
                               # same result for the same count); the passes stay serial
                               # (docs/benchmarks.md, "Threads", says why). OpenMP builds.
 

@@ -16,9 +16,9 @@ recomputed from alpha (removing
 incremental rounding drift) and the gap re-checked before stopping: the final gap is a
 certificate.
 """
-from cython.parallel cimport parallel, prange, threadid
+from cython.parallel cimport parallel, threadid
 from libc.math cimport INFINITY, NAN
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 import numpy as np
@@ -39,13 +39,6 @@ from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked, schedule_target)
 
-cdef enum:
-    # Recomputing w in threads gives each thread a copy of w to sum its rows into, which
-    # pays only while a copy is small: on 2 cores news20's (1.66M features, 13 MB) made
-    # the whole solve 0.86-0.93x as fast as one thread (allocating and adding the copies
-    # costs more than the second core gains); reuters' (19,369 features) costs nothing.
-    # 1 MiB, the L2 of one core of current x86 servers.
-    COPY_CACHE_BYTES = 1048576
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil:
@@ -152,38 +145,14 @@ cdef inline void _point_axpy(const floating* data, const index_t* indices,
 
 
 cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
-                  SdcaProblem* P, int threads) noexcept nogil:
-    """w = X^T alpha / (lam n), from scratch. With threads, each sums a slice of the rows
-    into its own copy of w (thread 0 into w itself) and the copies are added feature by
-    feature in thread order: the same w for the same number of threads."""
-    cdef Py_ssize_t j, lo, hi, t, dw = P.d + (1 if P.bias != 0.0 else 0)
+                  SdcaProblem* P) noexcept nogil:
+    """w = X^T alpha / (lam n), from scratch."""
+    cdef Py_ssize_t j, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double scale = 1.0 / (P.lam * P.n)
-    cdef double* copies = NULL
-    cdef double* own
-    cdef int tid
-    # (copies of a w beyond the cores' own caches cost more than the second core gains)
-    if threads > 1 and P.point == NULL and dw * sizeof(double) <= COPY_CACHE_BYTES:
-        copies = <double*>calloc((threads - 1) * dw, sizeof(double))
     memset(P.w, 0, dw * sizeof(double))
-    if copies == NULL:                  # one thread (or no memory for the copies)
-        for j in range(P.n):
-            if P.alpha[j] != 0.0:
-                _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
-        return
-    with parallel(num_threads=threads):
-        tid = threadid()
-        own = P.w if tid == 0 else copies + (tid - 1) * dw
-        lo = P.n * tid // threads
-        hi = P.n * (tid + 1) // threads
-        for j in range(lo, hi):
-            if P.alpha[j] != 0.0:
-                _row_axpy(data, indices, indptr, own, j, P.alpha[j] * scale)
-                if P.bias != 0.0:
-                    own[P.d] += P.alpha[j] * scale * P.bias
-    for j in prange(dw, num_threads=threads, schedule="static"):
-        for t in range(threads - 1):
-            P.w[j] += copies[t * dw + j]
-    free(copies)
+    for j in range(P.n):
+        if P.alpha[j] != 0.0:
+            _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
 
 
 cdef inline void _check_rows(const floating* data, const index_t* indices,
@@ -424,7 +393,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if cold:
         _zero_start(P, &primal, &dual, &gap)
     else:
-        _resync(data, indices, indptr, P, threads)
+        _resync(data, indices, indptr, P)
         _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
     epoch = 0
     if gap_certifies(gap, primal - gap, opt.tol, floor):
@@ -444,12 +413,12 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync(data, indices, indptr, P, threads)
+                _resync(data, indices, indptr, P)
             _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync(data, indices, indptr, P, threads)
+                _resync(data, indices, indptr, P)
                 _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
