@@ -114,3 +114,26 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil
+
+
+# --- pieces for solvers built on this engine (dualsolve/distributed: CoCoA+'s workers) ----
+# They act on a problem as it stands (sqnorm given, bias^2 included; nothing resynced), so
+# P.w may hold an offset beyond X^T alpha / (lam n), and ``1 / (P.lam P.n)`` is the step's
+# scale: each caller sets P.lam for the scale it needs (P.n stays the problem's rows).
+
+# ``passes`` passes of exact coordinate steps over all P.n coordinates, a random permutation
+# each (a fractional last pass visits a random subset of that share), seeded by ``seed``;
+# no gap check, no shrinking.
+cdef void sdca_local_passes(const floating* data, const index_t* indices,
+                            const index_t* indptr, SdcaProblem* P, double passes,
+                            uint64_t seed) noexcept nogil
+
+# Compensated sums over the coordinates at P.w: sum c_i phi(z_i) into loss_sum and
+# sum c_i h(a_i / c_i) into conj_sum (scores kept in P.z).
+cdef void sdca_score_sums(const floating* data, const index_t* indices,
+                          const index_t* indptr, SdcaProblem* P, double* loss_sum,
+                          double* conj_sum) noexcept nogil
+
+# P.w = X^T alpha / (P.lam P.n), from scratch.
+cdef void sdca_resync(const floating* data, const index_t* indices, const index_t* indptr,
+                      SdcaProblem* P) noexcept nogil

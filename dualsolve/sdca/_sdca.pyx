@@ -438,6 +438,44 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     return res.status
 
 
+cdef void sdca_local_passes(const floating* data, const index_t* indices,
+                            const index_t* indptr, SdcaProblem* P, double passes,
+                            uint64_t seed) noexcept nogil:
+    cdef SdcaOptions opt = sdca_default_options()
+    cdef Py_ssize_t i, full = <Py_ssize_t>passes
+    cdef Py_ssize_t part = <Py_ssize_t>((passes - full) * P.n + 0.5)
+    opt.shrinking = 0
+    opt.check_every = 1             # no pass estimate: nobody reads it here
+    for i in range(P.n):
+        P.index[i] = i
+    P.n_active = P.n
+    P.pg_max_old = INFINITY
+    P.pg_min_old = -INFINITY
+    P.shrunk_gap = 0.0
+    rng_seed(&P.rng, seed)
+    for i in range(full):
+        _epoch(data, indices, indptr, P, &opt)
+    if part > 0:                    # a random subset: the first `part` of a fresh permutation
+        rng_shuffle(&P.rng, P.index, P.n)
+        P.n_active = part
+        _epoch(data, indices, indptr, P, &opt)
+        P.n_active = P.n
+
+
+cdef void sdca_score_sums(const floating* data, const index_t* indices,
+                          const index_t* indptr, SdcaProblem* P, double* loss_sum,
+                          double* conj_sum) noexcept nogil:
+    cdef KahanSum ls = ksum_new(), cs = ksum_new()
+    _check_rows(data, indices, indptr, P, 0, P.n, &ls, &cs)
+    loss_sum[0] = ksum_value(&ls)
+    conj_sum[0] = ksum_value(&cs)
+
+
+cdef void sdca_resync(const floating* data, const index_t* indices, const index_t* indptr,
+                      SdcaProblem* P) noexcept nogil:
+    _resync(data, indices, indptr, P)
+
+
 # ---------------------------------------------------------------------------------------
 # the engine's Python entry (train_sdca, the mixup family): history, verbose lines, callback
 # and Ctrl-C through the monitor ``mon`` (dualsolve._monitor.EpochMonitor)

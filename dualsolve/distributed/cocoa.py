@@ -1,0 +1,510 @@
+"""CoCoA+ (Ma, Smith, Jaggi et al., ICML 2015; Smith et al., JMLR 2018) over shards of
+rows: the driver's rounds, the same for a Dask cluster and for the in-process simulation.
+
+Each round sends the global ``w`` to the hosts; every shard returns its sums at ``w``
+(which certify the incoming iterate: the duality gap is a sum over shards) and the change
+``dw_k = gamma A_k da_k / (lam n)`` of its local solve (``_local.pyx``: SDCA's exact steps on
+CoCoA+'s subproblem, sigma' = K for ``aggregation="add"``, gamma = 1). The driver adds the
+changes in shard order (so a seed fixes the result whatever worker holds what) and keeps
+the duals of the last completed round: a worker lost in a round costs that round only
+(its shards are re-read elsewhere with those duals, the others rolled back to them, and the
+round runs again with the same seeds).
+"""
+import os
+import warnings
+
+import numpy as np
+
+from .._core import losses as _losses
+from .._core import status as _status
+from .._driver import COMMON
+from .._monitor import EpochMonitor
+from .._params import Boolean, Integral, Interval, Options, Real, validate
+from .._validation import (ConvergenceWarning, check_loss_param, check_regularization,
+                           check_seed)
+from ..model import Model, make_history
+from ..multiclass import combine
+from ..sdca.api import LOSSES as SDCA_LOSSES
+from .hosts import DaskHosts, LocalHosts, WorkerLost
+
+LOSSES = SDCA_LOSSES
+AGGREGATION = {"add": "CoCoA+ (sigma' = K, gamma = 1)", "average": "CoCoA (sigma' = 1, gamma = 1/K)"}
+#: worker losses tolerated in one solve before it gives up
+MAX_FAULTS = 16
+HISTORY = ("primal", "dual", "gap", "bytes")
+
+PARAMS = {
+    "max_rounds": [Interval(Integral, 0, None)],
+    "local_epochs": [Interval(Real, 0, None, closed="neither")],
+    "aggregation": [Options(*AGGREGATION)],
+    "fit_intercept": [Boolean()],
+    "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+    "n_features": [None, Interval(Integral, 1, None)],
+    "zero_based": [Boolean()],
+}
+
+
+def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1e-6,
+                max_rounds=1000, local_epochs=1.0, aggregation="add", seed=0, verbose=0,
+                callback=None, warm_start=None, fit_intercept=False, intercept_scaling=1.0,
+                smoothing=None, epsilon=None, n_features=None, zero_based=False):
+    """Train an L2-regularised linear model on rows spread over a Dask cluster, by CoCoA+
+    with ``train_sdca``'s coordinate steps as the local solver.
+
+    Solves, with ``n`` rows over all shards::
+
+        min_w  P(w) = (1/n) sum_i loss(y_i, x_i.w) + (lam/2) ||w||^2
+
+    the problem of ``train_sdca`` on the rows of all shards stacked in order, through its
+    dual. Each round every shard runs ``local_epochs`` passes of exact dual coordinate
+    steps on its CoCoA+ subproblem (the curvature term scaled by sigma' = K, the number of
+    shards) from the current ``w``, and ``w`` moves by the sum of their changes. The solve
+    stops when the duality gap ``P(w) - D(a)``, summed over the shards at the start of a
+    round, is ``<= tol * D(a)`` (after ``w`` is recomputed from the duals), so
+    ``(P(w) - P*) / P* <= tol`` is certified, as for ``train_sdca``.
+
+    Parameters
+    ----------
+    shards : list of paths, or of (X_k, y_k) pairs
+        LIBSVM files that the workers read themselves (the driver never holds the rows;
+        shards may end at different columns: ``n_features`` is the largest unless given),
+        or blocks of rows (CSR matrices of the same number of columns and their labels),
+        each sent once to the worker that keeps it. Their order is the order of the rows
+        of the stacked problem and of ``Model.dual``.
+    client : dask.distributed.Client, optional
+        The cluster to run on (e.g. ``Client("tcp://scheduler:8786")``). None starts a
+        local cluster of one single-threaded worker process per core, closed afterwards.
+    loss, lam, C, tol, seed, verbose, callback, smoothing, epsilon, fit_intercept,
+    intercept_scaling
+        As in ``train_sdca`` (``C``: ``lam = 1/(C n)``; ``fit_intercept``: the penalised
+        constant feature, liblinear's ``-B``). ``callback(info)`` after every round; True
+        stops. Ctrl-C stops at the next round and raises KeyboardInterrupt carrying the
+        partial model (``exc.model``).
+    max_rounds : int >= 0
+        Communication rounds (each one local solve per shard); ``Model.n_epochs`` counts
+        rounds.
+    local_epochs : float > 0
+        Passes over its rows each shard makes per round (a fraction: a random subset).
+    aggregation : {"add", "average"}
+        "add" is CoCoA+ (sigma' = K, the changes added); "average" the original CoCoA
+        (sigma' = 1, the changes averaged), slower as K grows.
+    warm_start : Model or array, optional
+        Duals to start from (a model of this function on the same shards, e.g. at a nearby
+        ``lam``): n entries, or (n, k) for k classes.
+    n_features : int, optional
+        Columns of the problem (files only: e.g. for a test set's columns).
+    zero_based : bool
+        Whether the files' feature indices start at 0 (LIBSVM's start at 1).
+
+    Two classes: the larger label is the positive class. More: one-vs-rest, one CoCoA+
+    solve per class, one class after the other on the same loaded shards
+    (``params["class_stop_reasons"]`` and the class column of ``history``, as in
+    ``dualsolve.multiclass``).
+
+    Returns
+    -------
+    Model
+        ``coef``, ``intercept``, ``dual`` (the shards' duals in order), ``history`` (one row
+        per round: primal, dual, gap at the round's start, seconds, and ``bytes``, the
+        arrays sent both ways in that round), ``stop_reason`` ("converged" certifies as
+        above), ``n_epochs`` (rounds); ``params`` has ``n_shards``, ``sigma``, ``faults``
+        (workers lost and recovered) and the cluster's ``n_workers``.
+    """
+    args = dict(locals())
+    cfg = {k: validate(k, args[k], COMMON[k]) for k in ("tol", "seed", "verbose", "callback")}
+    cfg.update({k: validate(k, args[k], c) for k, c in PARAMS.items()})
+    loss, loss_param = _check_loss(loss, smoothing, epsilon)
+    sources = _check_shards(shards)
+    own_cluster = None
+    if client is None:
+        client, own_cluster = _local_cluster()
+    try:
+        hosts = DaskHosts(client)
+        return _train(hosts, sources, loss, loss_param, lam, C, warm_start, cfg,
+                      n_workers=len(client.scheduler_info(n_workers=-1)["workers"]))
+    finally:
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+
+
+def simulate_cocoa(X, y, n_shards, *, loss="logistic", lam=None, C=None, tol=1e-6,
+                   max_rounds=1000, local_epochs=1.0, aggregation="add", seed=0, verbose=0,
+                   callback=None, warm_start=None, fit_intercept=False, intercept_scaling=1.0,
+                   smoothing=None, epsilon=None):
+    """``train_cocoa``'s rounds on ``X``'s rows cut into ``n_shards`` contiguous blocks of
+    near-equal size, all in this process (no Dask): the same round logic, seeds and
+    results, for studying rounds against shards (``bench/distributed.py``)."""
+    args = dict(locals())
+    cfg = {k: validate(k, args[k], COMMON[k]) for k in ("tol", "seed", "verbose", "callback")}
+    cfg.update({k: validate(k, args[k], c) for k, c in PARAMS.items() if k in args})
+    cfg.update(n_features=None, zero_based=False)
+    n_shards = validate("n_shards", n_shards, [Interval(Integral, 1, None)])
+    loss, loss_param = _check_loss(loss, smoothing, epsilon)
+    sources = split_rows(X, y, n_shards)
+    return _train(LocalHosts(), sources, loss, loss_param, lam, C, warm_start, cfg,
+                  n_workers=1)
+
+
+def split_rows(X, y, n_shards):
+    """``n_shards`` (X_k, y_k) blocks of consecutive rows, sizes differing by at most one."""
+    import scipy.sparse as sp
+    X = sp.csr_matrix(X)
+    y = np.asarray(y)
+    n = X.shape[0]
+    if n_shards > n:
+        raise ValueError(f"n_shards={n_shards} exceeds the {n} rows of X")
+    cuts = np.linspace(0, n, n_shards + 1).round().astype(int)
+    return [(X[a:b], y[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _check_loss(loss, smoothing, epsilon):
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {list(LOSSES)}; got {type(loss).__name__}")
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r} for train_cocoa: loss must be one of "
+                         f"{list(LOSSES)}")
+    return check_loss_param(loss, smoothing, epsilon)
+
+
+def _check_shards(shards):
+    if isinstance(shards, (str, bytes, os.PathLike)) or not hasattr(shards, "__len__"):
+        raise TypeError("shards must be a list of LIBSVM file paths or of (X, y) pairs; got "
+                        f"{type(shards).__name__}")
+    if len(shards) == 0:
+        raise ValueError("shards is empty: give at least one file or (X, y) pair")
+    out = []
+    for k, s in enumerate(shards):
+        if isinstance(s, (str, os.PathLike)):
+            out.append(os.fspath(s))
+        elif isinstance(s, tuple) and len(s) == 2:
+            out.append(s)
+        else:
+            raise TypeError(f"shards[{k}] must be a file path or an (X, y) pair; got "
+                            f"{type(s).__name__}")
+    kinds = {isinstance(s, str) for s in out}
+    if len(kinds) > 1:
+        raise ValueError("shards mixes file paths and (X, y) pairs: give one kind")
+    return out
+
+
+def _local_cluster():
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("train_cocoa runs on Dask: pip install 'dualsolve[distributed]' "
+                          "(dask.distributed)") from None
+    from .._threads import usable_cores
+    cluster = LocalCluster(n_workers=usable_cores(), threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    return Client(cluster), cluster
+
+
+class _Run:
+    """The state of one solve on the hosts: shards, sizes, the current task, checkpoint."""
+
+    def __init__(self, hosts, sources, zero_based):
+        self.hosts = hosts
+        self.sources = sources
+        self.zero_based = zero_based
+        self.K = len(sources)
+        self.faults = 0
+        self.task = None
+        self.ckpt = None
+        self.n_features = None
+
+    def call(self, method, make_args):
+        """Per-shard results of ``method`` on every host, merged."""
+        merged = {}
+        for res in self.hosts.call(method, make_args).values():
+            merged.update(res or {})
+        return merged
+
+    def load(self):
+        self.hosts.place(range(self.K))
+        return self.call("load", lambda ks: ({k: self.sources[k] for k in ks},
+                                             self.zero_based))
+
+    def recover(self, lost):
+        """Put the lost shards on live hosts with the checkpoint's duals; roll the others
+        back to it."""
+        self.faults += 1
+        if self.faults > MAX_FAULTS:
+            raise RuntimeError(f"train_cocoa lost workers {self.faults} times; giving up")
+        self.hosts.place(lost)
+        for k in sorted(lost):
+            self.hosts.call_on(k, "load", {k: self.sources[k]}, self.zero_based)
+            self.hosts.call_on(k, "widen", self.n_features, [k])
+            if self.task is not None:
+                self.hosts.call_on(k, "configure", self.task, {k: self.ckpt[k]})
+        if self.task is not None:
+            self.call("set_alpha", lambda ks: ({k: self.ckpt[k] for k in ks if k not in lost},))
+
+    def retrying(self, fn):
+        """``fn()``, again after recovering from each lost worker."""
+        while True:
+            try:
+                return fn()
+            except WorkerLost as exc:
+                self.recover(exc.shards)
+
+
+def _train(hosts, sources, loss, loss_param, lam, C, warm_start, cfg, n_workers):
+    run = _Run(hosts, sources, cfg["zero_based"])
+    try:
+        metas = run.retrying(run.load)
+        d = _check_metas(metas, sources, cfg["n_features"])
+        run.n_features = d
+        run.retrying(lambda: run.call("widen", lambda ks: (d, ks)))
+        n_rows = [metas[k]["n"] for k in range(run.K)]
+        n = int(sum(n_rows))
+        lam = check_regularization(lam, C, n)
+        classes = _classes(metas, loss)
+        bias = cfg["intercept_scaling"] if cfg["fit_intercept"] else 0.0
+        seed = check_seed(cfg["seed"])
+        starts = _warm_starts(warm_start, n, classes)
+        positives = [None] if classes is None else (
+            [classes[1]] if classes.shape[0] == 2 else list(classes))
+        models = []
+        for c, positive in enumerate(positives):
+            task = dict(loss=loss, loss_param=loss_param, bias=bias, positive=positive)
+            label = "" if len(positives) == 1 else f" (class {positive!r} vs rest)"
+            if label and cfg["verbose"]:
+                print(f"train_cocoa: class {positive!r} ({c + 1}/{len(positives)}) vs rest")
+            try:
+                models.append(_solve(run, task, _split(starts[c], n_rows), n_rows, d, lam,
+                                     seed + c, cfg, label))
+            except BaseException as exc:
+                partial = getattr(exc, "model", None)
+                if partial is not None and len(positives) > 1:
+                    exc.model = combine(models + [partial], classes, d)
+                raise
+            if models[-1].stop_reason in ("callback", "interrupted"):
+                break
+        model = models[0] if len(positives) == 1 else combine(models, classes, d)
+        if classes is not None and classes.shape[0] == 2:
+            model.classes = classes
+        model.params.update(n_workers=n_workers, faults=run.faults)
+        return model
+    finally:
+        hosts.close()
+
+
+def _check_metas(metas, sources, n_features):
+    K = len(sources)
+    widths = [metas[k]["d"] for k in range(K)]
+    files = isinstance(sources[0], str)
+    if not files and len(set(widths)) > 1:
+        raise ValueError(f"the shards' X have different numbers of columns ({widths}): every "
+                         "block must have the problem's n_features columns")
+    d = max(widths)
+    if n_features is not None:
+        if files and n_features < d:
+            k = widths.index(d)
+            raise ValueError(f"n_features={n_features} but shard file {sources[k]!r} has "
+                             f"column {d} (counting from 1)")
+        if not files and n_features != d:
+            raise ValueError(f"n_features={n_features} but the shards' X have {d} columns")
+        d = n_features
+    return d
+
+
+def _classes(metas, loss):
+    if loss in _losses.REGRESSION_LOSSES:
+        return None
+    labels = [metas[k]["labels"] for k in sorted(metas)]
+    if any(lab is None for lab in labels):
+        raise ValueError(f"loss={loss!r} classifies, but a shard's y has more than "
+                         "4096 distinct values (a regression target?)")
+    classes = np.unique(np.concatenate(labels))
+    if classes.shape[0] < 2:
+        raise ValueError(f"y has one class only ({classes[0]!r}) over all shards; two are needed")
+    return classes
+
+
+def _warm_starts(warm_start, n, classes):
+    """The duals to start each class's solve from (None: zeros)."""
+    k = 1 if classes is None or classes.shape[0] == 2 else classes.shape[0]
+    if warm_start is None:
+        return [None] * k
+    a = warm_start.dual if isinstance(warm_start, Model) else warm_start
+    if a is None:
+        raise ValueError("warm_start model has no dual variables")
+    a = np.asarray(a, dtype=np.float64)
+    want = (n,) if k == 1 else (n, k)
+    if a.shape != want:
+        raise ValueError(f"warm_start must hold {want} duals (the shards' rows in order"
+                         f"{'' if k == 1 else ', one column per class'}); got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("warm_start contains NaN or infinity")
+    return [a] if k == 1 else [a[:, c] for c in range(k)]
+
+
+def _split(alpha, n_rows):
+    cuts = np.cumsum([0] + n_rows)
+    return {k: None if alpha is None else alpha[cuts[k]:cuts[k + 1]] for k in range(len(n_rows))}
+
+
+def _round_seed(seed, t, k):
+    """The seed of shard k's local solve in round t: fixed by (seed, t, k) alone, so a
+    rerun round (after a lost worker) repeats itself exactly."""
+    return int(np.random.SeedSequence([seed, t, k]).generate_state(1, np.uint64)[0])
+
+
+def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
+    """One certified CoCoA+ solve of ``task`` on the loaded shards. Each round: the hosts
+    evaluate the current w (the gap of their duals, and the candidate duals a(w) with
+    their part of w(a(w))); the driver certifies with the better of the two dual points,
+    reports, and, when a(w) is the better one, the round's local solves start from it
+    (w(a(w)) and a(w): the dual only rises; it undoes the slow exchange of dual mass
+    between shards that CoCoA+ alone needs many rounds for); then the local solves."""
+    K, n = run.K, int(sum(n_rows))
+    sigma, gamma = (float(K), 1.0) if cfg["aggregation"] == "add" else (1.0, 1.0 / K)
+    d_w = d + (1 if task["bias"] else 0)
+    mon = EpochMonitor(HISTORY, callback=cfg["callback"], verbose=cfg["verbose"])
+    run.task = task
+    run.ckpt = {k: (np.zeros(n_rows[k]) if a is None else np.array(a, dtype=np.float64))
+                for k, a in alphas.items()}
+
+    def configure():
+        return run.call("configure", lambda ks: (task, {k: run.ckpt[k] for k in ks}))
+
+    p0 = sum(v for _, v in sorted(run.retrying(configure).items())) / n
+    floor = _status.floor(p0)
+    warm = any(a is not None for a in alphas.values())
+    w = run.retrying(lambda: _exact_w(run, lam, n, d_w)) if warm else np.zeros(d_w)
+    status, t, dual_out = _status.MAX_EPOCHS, 0, None
+    primal = dual = gap = np.nan
+    try:
+        while True:
+            update = t < cfg["max_rounds"]
+            ev = run.retrying(lambda: _evaluate(run, w, lam, n, d_w, cfg["tol"], floor))
+            primal, dual, gap = ev["values"]
+            sent = ev["bytes"]
+            if ev["certified"]:
+                w, dual_out, status = ev["w"], ev["duals"], _status.CONVERGED
+                mon.step(t, (primal, dual, gap, float(sent)))
+                break
+            if ev["w"] is not None:         # a failed certification gave the exact w(a)
+                w = ev["w"]
+            stop = mon.step(t, (primal, dual, gap, float(sent)))
+            if stop:
+                status = stop
+                break
+            if not update:
+                break
+            adopt = ev["adopt"]
+            start = ev["w_cand"] if adopt else w
+            seeds = {k: _round_seed(seed, t, k) for k in range(K)}
+            faults = run.faults
+
+            def local_solves():
+                resend = adopt or ev["w"] is not None or run.faults != faults
+                if run.faults != faults and adopt:      # the recovered shards lost a(w)
+                    _evaluate(run, w, lam, n, d_w, 0.0, floor)
+                return run.call("step", lambda ks: (start if resend else None, adopt, lam, n,
+                                                    sigma, gamma, cfg["local_epochs"],
+                                                    {k: seeds[k] for k in ks}))
+
+            out = run.retrying(local_solves)
+            w = _apply(start, out, K)
+            run.ckpt = {k: out[k][1] for k in range(K)}
+            mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, adopt, d_w,
+                                                                         run)),)
+            t += 1
+    except KeyboardInterrupt as exc:
+        status = _status.INTERRUPTED
+        exc.model = _model(run, w, None, task, status, t, mon, lam, n, d, sigma, cfg)
+        raise
+    model = _model(run, w, dual_out, task, status, t, mon, lam, n, d, sigma, cfg)
+    if mon.error is not None:
+        if isinstance(mon.error, KeyboardInterrupt):
+            mon.error.model = model
+        raise mon.error
+    if status == _status.MAX_EPOCHS and cfg["tol"] > 0 and cfg["max_rounds"] > 0:
+        warnings.warn(f"train_cocoa{label} stopped at max_rounds={cfg['max_rounds']} with the "
+                      f"duality gap {gap:.3e} > tol * D = {cfg['tol'] * dual:.3e}; increase "
+                      "max_rounds or local_epochs", ConvergenceWarning, stacklevel=4)
+    return model
+
+
+def _evaluate(run, w, lam, n, d_w, tol, floor):
+    """A round's first half: P(w), the better of the two dual values, the gap; certified
+    (with ``w`` and ``duals`` to return) or not (``w``: the exact w(a) when a check of
+    the shards' own duals failed; ``adopt``: start the local solves from a(w), whose
+    w(a(w)) is ``w_cand``); ``bytes`` sent both ways."""
+    ev = run.call("evaluate", lambda ks: (w, lam, n, ks))
+    hosts = len(set(run.hosts.where.values()))
+    sent = hosts * 8 * d_w + sum(24 + (0 if v[3] is None else v[3][0].nbytes + v[3][1].nbytes)
+                                 for v in ev.values())
+    primal, dual, _ = _gap(ev, w, lam, n)
+    cand_dual, w_cand = -np.inf, None
+    if all(np.isfinite(ev[k][2]) for k in range(run.K)):
+        w_cand = _apply(np.zeros(d_w), {k: (ev[k][3],) for k in range(run.K)}, run.K)
+        cand_dual = -sum(ev[k][2] for k in range(run.K)) / n - 0.5 * lam * float(w_cand @ w_cand)
+    adopt = cand_dual > dual
+    best = max(dual, cand_dual)
+    res = dict(values=(primal, best, primal - best), certified=False, w=None, duals=None,
+               adopt=adopt, w_cand=w_cand, bytes=sent)
+    if not _status.certifies(primal - best, best, tol, floor):
+        return res
+    if adopt:       # a(w) certifies w; its w(a(w)) was added from scratch already
+        res.update(certified=True, w=w, duals=run.call("candidates", lambda ks: (ks,)))
+        return res
+    # the shards' own duals: remove the rounding drift of the added changes, check again
+    w_exact = _exact_w(run, lam, n, d_w)
+    primal, dual, gap = _gap(run.call("sums", lambda ks: (w_exact, ks)), w_exact, lam, n)
+    res.update(values=(primal, dual, gap), w=w_exact, adopt=False,
+               certified=_status.certifies(gap, dual, tol, floor))
+    if res["certified"]:
+        res["duals"] = run.ckpt
+    return res
+
+
+def _bytes_step(out, adopt, d_w, run):
+    hosts = len(set(run.hosts.where.values()))
+    back = sum(v[0][0].nbytes + v[0][1].nbytes + v[1].nbytes for v in out.values())
+    return back + (hosts * 8 * d_w if adopt else 0)
+
+
+def _gap(sums, w, lam, n):
+    loss_sum = sum(sums[k][0] for k in sorted(sums))
+    conj_sum = sum(sums[k][1] for k in sorted(sums))
+    wn = float(w @ w)
+    primal = loss_sum / n + 0.5 * lam * wn
+    dual = -conj_sum / n - 0.5 * lam * wn
+    return primal, dual, (loss_sum + conj_sum) / n + lam * wn
+
+
+def _exact_w(run, lam, n, d_w):
+    """w(a) = sum_k A_k a_k / (lam n) from scratch, added in shard order."""
+    parts = run.call("primal", lambda ks: (lam, n, ks))
+    w = np.zeros(d_w)
+    for k in range(run.K):
+        w += parts[k]
+    return w
+
+
+def _apply(w, out, K):
+    """w plus every shard's sparse change ``out[k][0]``, in shard order."""
+    w = w.copy()
+    for k in range(K):
+        idx, val = out[k][0]
+        w[idx] += val
+    return w
+
+
+def _model(run, w, duals, task, status, t, mon, lam, n, d, sigma, cfg):
+    bias = task["bias"]
+    duals = run.ckpt if duals is None else duals
+    dual = np.concatenate([duals[k] for k in range(run.K)])
+    params = dict(loss=task["loss"], loss_param=task["loss_param"], lam=lam,
+                  C=1.0 / (lam * n), tol=cfg["tol"], max_rounds=cfg["max_rounds"],
+                  local_epochs=cfg["local_epochs"], aggregation=cfg["aggregation"],
+                  sigma=sigma, n_shards=run.K, seed=cfg["seed"],
+                  fit_intercept=cfg["fit_intercept"], intercept_scaling=cfg["intercept_scaling"])
+    classes = None if task["positive"] is None else np.array([-1.0, 1.0])
+    return Model(coef=w[:d].copy(), intercept=float(w[d] * bias) if bias else 0.0, dual=dual,
+                 history=make_history(mon.rows, extra_fields=HISTORY[3:]),
+                 stop_reason=_status.STOP_REASON[status], n_epochs=t, solver="cocoa",
+                 params=params, classes=classes)

@@ -1,0 +1,196 @@
+"""The worker side of CoCoA+: a :class:`ShardHost` keeps the rows of its shards and their
+dual variables between rounds and runs the rounds on them (through ``_local``, the SDCA
+engine). On a Dask cluster each worker has one host, a Dask actor; the simulation runs the
+hosts in the caller's process. Nothing here imports Dask."""
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._core import losses as _losses
+from .._validation import check_csr
+from ..datasets import load_svmlight
+from . import _local
+
+#: a shard with more distinct labels sends none back (a regression target)
+MAX_LABELS = 4096
+
+
+def read_source(source, zero_based):
+    """(X, y) of one shard: a LIBSVM file's path (read here, on the worker) or an (X, y)
+    pair. Errors name the shard's source."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"shard file {path!r} does not exist (on the worker that "
+                                    "reads it)")
+        try:
+            return load_svmlight(path, zero_based=zero_based)
+        except ValueError as exc:
+            raise ValueError(f"shard file {path!r}: {exc}") from None
+    X, y = source
+    return X, y
+
+
+class _Shard:
+    """One shard: its checked CSR rows, labels, squared row norms and dual variables."""
+
+    def __init__(self, X, y_raw):
+        self.X = X                      # CSRInput
+        self.y_raw = y_raw              # the labels as read
+        self.y = None                   # the current problem's labels (float64)
+        self.sqnorm = None              # ||x_i||^2 + bias^2
+        self.bias = 0.0
+        self.alpha = None
+        self.candidate = None           # a(w) of the last evaluate
+        self.task = None
+
+    def arrays(self):
+        return self.X.data, self.X.indices, self.X.indptr
+
+
+class ShardHost:
+    """The shards a worker holds (by shard number) and the rounds on them. Every method
+    takes the shards it acts on, so one call serves all the shards of a host."""
+
+    def __init__(self):
+        self.shards = {}
+        self.w = None                   # the w of the last evaluate
+
+    def load(self, sources, zero_based=False):
+        """Read and check the shards ``{k: source}``; returns per shard what the driver
+        checks across shards before the first round: rows, nonzeros, columns and the
+        distinct labels (None beyond MAX_LABELS: a regression target)."""
+        out = {}
+        for k, source in sources.items():
+            X, y = read_source(source, zero_based)
+            where = f"shards[{k}]" + (f" (file {source!r})" if isinstance(source, str) else "")
+            Xc = check_csr(X, name=f"{where} X")
+            y = np.asarray(y)
+            if y.ndim != 1 or y.shape[0] != Xc.shape[0]:
+                raise ValueError(f"{where}: y has shape {y.shape} for {Xc.shape[0]} rows "
+                                 "of X")
+            if y.dtype.kind in "fc" and not np.isfinite(y).all():
+                raise ValueError(f"{where}: y contains NaN or infinity")
+            self.shards[k] = _Shard(Xc, y)
+            labels = np.unique(y)
+            out[k] = dict(n=Xc.shape[0], nnz=int(Xc.indptr[-1]), d=Xc.shape[1],
+                          labels=labels if labels.shape[0] <= MAX_LABELS else None)
+        return out
+
+    def widen(self, n_features, shards):
+        """Give the shards ``n_features`` columns (a file's shard may end before the last
+        column of the others); their arrays are shared, not copied."""
+        for k in shards:
+            s = self.shards[k]
+            if s.X.shape[1] != n_features:
+                s.X.shape = (s.X.shape[0], n_features)
+
+    def configure(self, task, alphas):
+        """Set the problem (``task``: loss, loss_param, bias, and the positive label, None
+        for regression) of the shards ``{k: duals or None}`` and their duals (zeros
+        for None); returns per shard sum_i phi(0; y_i), its share of n P(0)."""
+        out = {}
+        for k, alpha in alphas.items():
+            s = self.shards[k]
+            if task["positive"] is None:
+                s.y = np.ascontiguousarray(s.y_raw, dtype=np.float64)
+            else:
+                s.y = np.where(s.y_raw == task["positive"], 1.0, -1.0)
+            s.bias = task["bias"]
+            s.sqnorm = s.X.sqnorm + s.bias * s.bias
+            s.task = task
+            n_k = s.X.shape[0]
+            s.alpha = np.zeros(n_k) if alpha is None else np.array(alpha, dtype=np.float64)
+            if s.alpha.shape != (n_k,):
+                raise ValueError(f"warm_start gives shards[{k}] {s.alpha.shape} duals for "
+                                 f"{n_k} rows")
+            conj = _losses.conjugate(task["loss"], s.alpha, s.y, task["loss_param"])
+            if not np.isfinite(conj).all():
+                raise ValueError(f"warm_start: the duals of shards[{k}] lie outside the dual "
+                                 "domain of the loss for its labels (another loss or labels?)")
+            zero = np.zeros(s.X.shape[1] + (1 if s.bias else 0))
+            out[k] = _local.score_sums(*s.arrays(), s.X.shape[1], s.y, task["loss"],
+                                       task["loss_param"], None, s.bias, np.zeros(n_k),
+                                       zero)[0]
+        return out
+
+    def set_alpha(self, alphas):
+        """Restore duals ``{k: alpha}`` (a round that did not complete is rolled back)."""
+        for k, a in alphas.items():
+            self.shards[k].alpha = np.array(a, dtype=np.float64)
+
+    def _sums(self, s, w, alpha):
+        t = s.task
+        return _local.score_sums(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
+                                 None, s.bias, alpha, w)
+
+    def evaluate(self, w, lam, n_total, shards):
+        """A round's first half, at the global ``w``: per shard (loss_sum, conj_sum) of its
+        duals, and of the candidate duals ``a(w) = -phi'(x_i.w)`` (the dual point the
+        primal iterate defines) their conj_sum and their part of w(a(w)), ``A_k a(w) /
+        (lam n)`` as (indices, values); the candidate is kept for :meth:`step`
+        (conj_sum NaN and no part where a(w) falls outside the dual domain)."""
+        self.w = np.asarray(w, dtype=np.float64)
+        out = {}
+        for k in shards:
+            s = self.shards[k]
+            t = s.task
+            loss_sum, conj_sum, z = self._sums(s, self.w, s.alpha)
+            cand = -_losses.derivative(t["loss"], z, s.y, t["loss_param"])
+            cand_conj = float(np.sum(_losses.conjugate(t["loss"], cand, s.y, t["loss_param"])))
+            s.candidate, part = None, None
+            if np.isfinite(cand_conj):
+                s.candidate = cand
+                part = _sparse(_local.dual_primal(*s.arrays(), s.X.shape[1], s.y, s.bias,
+                                                  lam, n_total, cand))
+            out[k] = (loss_sum, conj_sum, cand_conj if part is not None else np.nan, part)
+        return out
+
+    def step(self, w, adopt, lam, n_total, sigma, gamma, passes, seeds):
+        """A round's second half: on the shards ``{k: seed}``, from ``w`` (None: the w of
+        :meth:`evaluate`) and their duals (the candidates instead when ``adopt``), the
+        local solve; returns per shard (dw, alpha): ``dw = gamma A_k da / (lam n)`` as
+        (indices, values) and the new duals (the driver's checkpoint)."""
+        w = self.w if w is None else np.asarray(w, dtype=np.float64)
+        out = {}
+        for k, seed in seeds.items():
+            s = self.shards[k]
+            t = s.task
+            if adopt:
+                s.alpha = s.candidate
+            old = s.alpha.copy()
+            v = w.copy()
+            _local.local_update(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
+                                None, s.sqnorm, s.bias, lam, n_total, sigma, s.alpha, v,
+                                passes, seed)
+            v -= w
+            v *= gamma / sigma
+            if gamma != 1.0:
+                s.alpha = old + gamma * (s.alpha - old)
+            out[k] = (_sparse(v), s.alpha.copy())
+        return out
+
+    def sums(self, w, shards):
+        """(loss_sum, conj_sum) of each shard's duals at ``w``."""
+        w = np.asarray(w, dtype=np.float64)
+        return {k: self._sums(self.shards[k], w, self.shards[k].alpha)[:2] for k in shards}
+
+    def primal(self, lam, n_total, shards):
+        """A_k a_k / (lam n) of each shard: its part of w(a), from scratch."""
+        out = {}
+        for k in shards:
+            s = self.shards[k]
+            out[k] = _local.dual_primal(*s.arrays(), s.X.shape[1], s.y, s.bias, lam, n_total,
+                                        s.alpha)
+        return out
+
+    def candidates(self, shards):
+        """The candidate duals of the last :meth:`evaluate`."""
+        return {k: self.shards[k].candidate for k in shards}
+
+
+def _sparse(v):
+    """(indices, values) of the nonzeros of v: what a shard sends back."""
+    nz = np.flatnonzero(v)
+    return nz.astype(np.int64), v[nz]
