@@ -184,10 +184,11 @@ def test_bad_parameters(kwargs, match):
         train_cocoa([("x", "y")], client=object(), **kwargs)
 
 
-def test_simulation_matches_sdca_with_averaging_and_fractional_passes(a9a):
+def test_simulation_matches_sdca_with_other_settings(a9a):
     X, y = a9a
     ref = ds.train_sdca(X, y, lam=LAM, tol=1e-12)
-    for kwargs in (dict(aggregation="average"), dict(local_epochs=0.5), dict(local_epochs=3.0)):
+    for kwargs in (dict(aggregation="average"), dict(local_epochs=0.5), dict(local_epochs=3.0),
+                   dict(line_search=False)):
         model = simulate_cocoa(X, y, 4, lam=LAM, max_rounds=3000, **kwargs)
         certified_equal(model, ref, X, y.astype(float), "logistic")
 

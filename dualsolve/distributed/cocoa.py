@@ -3,9 +3,10 @@ rows: the driver's rounds, the same for a Dask cluster and for the in-process si
 
 Each round sends the global ``w`` to the hosts; every shard returns its sums at ``w``
 (which certify the incoming iterate: the duality gap is a sum over shards) and the change
-``dw_k = gamma A_k da_k / (lam n)`` of its local solve (``_local.pyx``: SDCA's exact steps on
-CoCoA+'s subproblem, sigma' = K for ``aggregation="add"``, gamma = 1). The driver adds the
-changes in shard order (so a seed fixes the result whatever worker holds what) and keeps
+``dw_k = A_k da_k / (lam n)`` of its local solve (``_local.pyx``: SDCA's exact steps on
+CoCoA+'s subproblem, sigma' = K for ``aggregation="add"``). The driver adds the changes in
+shard order (so a seed fixes the result whatever worker holds what), moves along them by
+the step that maximises the dual (``line_search``; CoCoA+'s own step is 1) and keeps
 the duals of the last completed round: a worker lost in a round costs that round only
 (its shards are re-read elsewhere with those duals, the others rolled back to them, and the
 round runs again with the same seeds).
@@ -29,6 +30,9 @@ from .hosts import DaskHosts, LocalHosts, WorkerLost
 
 LOSSES = SDCA_LOSSES
 AGGREGATION = {"add": "CoCoA+ (sigma' = K, gamma = 1)", "average": "CoCoA (sigma' = 1, gamma = 1/K)"}
+#: the line search's steps along the added changes: STEPS from 1/(2K) to MAX_STEP (and the
+#: aggregation's own step)
+STEPS, MAX_STEP = 24, 8.0
 #: worker losses tolerated in one solve before it gives up
 MAX_FAULTS = 16
 HISTORY = ("primal", "dual", "gap", "bytes")
@@ -37,6 +41,7 @@ PARAMS = {
     "max_rounds": [Interval(Integral, 0, None)],
     "local_epochs": [Interval(Real, 0, None, closed="neither")],
     "aggregation": [Options(*AGGREGATION)],
+    "line_search": [Boolean()],
     "fit_intercept": [Boolean()],
     "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
     "n_features": [None, Interval(Integral, 1, None)],
@@ -45,7 +50,8 @@ PARAMS = {
 
 
 def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1e-6,
-                max_rounds=1000, local_epochs=1.0, aggregation="add", seed=0, verbose=0,
+                max_rounds=1000, local_epochs=1.0, aggregation="add", line_search=True, seed=0,
+                verbose=0,
                 callback=None, warm_start=None, fit_intercept=False, intercept_scaling=1.0,
                 smoothing=None, epsilon=None, n_features=None, zero_based=False):
     """Train an L2-regularised linear model on rows spread over a Dask cluster, by CoCoA+
@@ -88,6 +94,11 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
     aggregation : {"add", "average"}
         "add" is CoCoA+ (sigma' = K, the changes added); "average" the original CoCoA
         (sigma' = 1, the changes averaged), slower as K grows.
+    line_search : bool
+        Move along the added changes by the step that maximises the dual (among 24 steps
+        from 1/(2K) to 8, and the aggregation's own: 1 for "add"), computed from one
+        conjugate sum per shard and step; False takes the aggregation's step. Either way
+        the dual only rises.
     warm_start : Model or array, optional
         Duals to start from (a model of this function on the same shards, e.g. at a nearby
         ``lam``): n entries, or (n, k) for k classes.
@@ -129,7 +140,8 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
 
 
 def simulate_cocoa(X, y, n_shards, *, loss="logistic", lam=None, C=None, tol=1e-6,
-                   max_rounds=1000, local_epochs=1.0, aggregation="add", seed=0, verbose=0,
+                   max_rounds=1000, local_epochs=1.0, aggregation="add", line_search=True,
+                   seed=0, verbose=0,
                    callback=None, warm_start=None, fit_intercept=False, intercept_scaling=1.0,
                    smoothing=None, epsilon=None):
     """``train_cocoa``'s rounds on ``X``'s rows cut into ``n_shards`` contiguous blocks of
@@ -357,9 +369,14 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
     their part of w(a(w))); the driver certifies with the better of the two dual points,
     reports, and, when a(w) is the better one, the round's local solves start from it
     (w(a(w)) and a(w): the dual only rises; it undoes the slow exchange of dual mass
-    between shards that CoCoA+ alone needs many rounds for); then the local solves."""
+    between shards that CoCoA+ alone needs many rounds for); then the local solves, and
+    the step along their added changes (``_best_step``), which the hosts apply to their
+    duals at the next evaluation."""
     K, n = run.K, int(sum(n_rows))
     sigma, gamma = (float(K), 1.0) if cfg["aggregation"] == "add" else (1.0, 1.0 / K)
+    steps = np.array([gamma])
+    if cfg["line_search"]:
+        steps = np.union1d(np.geomspace(1.0 / (2 * K), MAX_STEP, STEPS), steps)
     d_w = d + (1 if task["bias"] else 0)
     mon = EpochMonitor(HISTORY, callback=cfg["callback"], verbose=cfg["verbose"])
     run.task = task
@@ -373,12 +390,13 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
     floor = _status.floor(p0)
     warm = any(a is not None for a in alphas.values())
     w = run.retrying(lambda: _exact_w(run, lam, n, d_w)) if warm else np.zeros(d_w)
-    status, t, dual_out = _status.MAX_EPOCHS, 0, None
+    status, t, dual_out, step_size = _status.MAX_EPOCHS, 0, None, None
     primal = dual = gap = np.nan
     try:
         while True:
             update = t < cfg["max_rounds"]
-            ev = run.retrying(lambda: _evaluate(run, w, lam, n, d_w, cfg["tol"], floor))
+            ev = run.retrying(lambda: _evaluate(run, w, lam, n, d_w, cfg["tol"], floor,
+                                                step_size))
             primal, dual, gap = ev["values"]
             sent = ev["bytes"]
             if ev["certified"]:
@@ -401,14 +419,17 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
             def local_solves():
                 resend = adopt or ev["w"] is not None or run.faults != faults
                 if run.faults != faults and adopt:      # the recovered shards lost a(w)
-                    _evaluate(run, w, lam, n, d_w, 0.0, floor)
+                    _evaluate(run, w, lam, n, d_w, 0.0, floor, step_size)
                 return run.call("step", lambda ks: (start if resend else None, adopt, lam, n,
-                                                    sigma, gamma, cfg["local_epochs"],
-                                                    {k: seeds[k] for k in ks}))
+                                                    sigma, cfg["local_epochs"],
+                                                    {k: seeds[k] for k in ks}, steps))
 
             out = run.retrying(local_solves)
-            w = _apply(start, out, K)
-            run.ckpt = {k: out[k][1] for k in range(K)}
+            change = _apply(np.zeros(d_w), out, K)
+            step_size = _best_step(steps, out, start, change, lam, n, K)
+            w = start + step_size * change
+            run.ckpt = {k: (run.ckpt[k] if out[k][3] is None else out[k][3])
+                        + step_size * out[k][2] for k in range(K)}
             mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, adopt, d_w,
                                                                          run)),)
             t += 1
@@ -428,12 +449,22 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
     return model
 
 
-def _evaluate(run, w, lam, n, d_w, tol, floor):
+def _best_step(steps, out, start, change, lam, n, K):
+    """The step along the shards' added changes that maximises the dual, among ``steps``
+    (the dual is concave along them: conjugate sums from the shards, the quadratic here)."""
+    conj = sum(out[k][1] for k in range(K))
+    ss, sc, cc = float(start @ start), float(start @ change), float(change @ change)
+    dual = -conj / n - 0.5 * lam * (ss + 2 * steps * sc + steps * steps * cc)
+    dual = np.where(np.isfinite(dual), dual, -np.inf)
+    return float(steps[int(np.argmax(dual))])
+
+
+def _evaluate(run, w, lam, n, d_w, tol, floor, step_size=None):
     """A round's first half: P(w), the better of the two dual values, the gap; certified
     (with ``w`` and ``duals`` to return) or not (``w``: the exact w(a) when a check of
     the shards' own duals failed; ``adopt``: start the local solves from a(w), whose
     w(a(w)) is ``w_cand``); ``bytes`` sent both ways."""
-    ev = run.call("evaluate", lambda ks: (w, lam, n, ks))
+    ev = run.call("evaluate", lambda ks: (w, lam, n, ks, step_size))
     hosts = len(set(run.hosts.where.values()))
     sent = hosts * 8 * d_w + sum(24 + (0 if v[3] is None else v[3][0].nbytes + v[3][1].nbytes)
                                  for v in ev.values())
@@ -463,7 +494,8 @@ def _evaluate(run, w, lam, n, d_w, tol, floor):
 
 def _bytes_step(out, adopt, d_w, run):
     hosts = len(set(run.hosts.where.values()))
-    back = sum(v[0][0].nbytes + v[0][1].nbytes + v[1].nbytes for v in out.values())
+    back = sum(v[0][0].nbytes + v[0][1].nbytes + v[1].nbytes + v[2].nbytes
+               + (0 if v[3] is None else v[3].nbytes) for v in out.values())
     return back + (hosts * 8 * d_w if adopt else 0)
 
 
@@ -501,6 +533,7 @@ def _model(run, w, duals, task, status, t, mon, lam, n, d, sigma, cfg):
     params = dict(loss=task["loss"], loss_param=task["loss_param"], lam=lam,
                   C=1.0 / (lam * n), tol=cfg["tol"], max_rounds=cfg["max_rounds"],
                   local_epochs=cfg["local_epochs"], aggregation=cfg["aggregation"],
+                  line_search=cfg["line_search"],
                   sigma=sigma, n_shards=run.K, seed=cfg["seed"],
                   fit_intercept=cfg["fit_intercept"], intercept_scaling=cfg["intercept_scaling"])
     classes = None if task["positive"] is None else np.array([-1.0, 1.0])

@@ -43,6 +43,8 @@ class _Shard:
         self.bias = 0.0
         self.alpha = None
         self.candidate = None           # a(w) of the last evaluate
+        self.pending = None             # (start, change) of the last step, until its step
+                                        # size arrives
         self.task = None
 
     def arrays(self):
@@ -102,6 +104,7 @@ class ShardHost:
             s.task = task
             n_k = s.X.shape[0]
             s.alpha = np.zeros(n_k) if alpha is None else np.array(alpha, dtype=np.float64)
+            s.pending = None
             if s.alpha.shape != (n_k,):
                 raise ValueError(f"warm_start gives shards[{k}] {s.alpha.shape} duals for "
                                  f"{n_k} rows")
@@ -119,23 +122,29 @@ class ShardHost:
         """Restore duals ``{k: alpha}`` (a round that did not complete is rolled back)."""
         for k, a in alphas.items():
             self.shards[k].alpha = np.array(a, dtype=np.float64)
+            self.shards[k].pending = None
 
     def _sums(self, s, w, alpha):
         t = s.task
         return _local.score_sums(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
                                  None, s.bias, alpha, w)
 
-    def evaluate(self, w, lam, n_total, shards):
-        """A round's first half, at the global ``w``: per shard (loss_sum, conj_sum) of its
-        duals, and of the candidate duals ``a(w) = -phi'(x_i.w)`` (the dual point the
-        primal iterate defines) their conj_sum and their part of w(a(w)), ``A_k a(w) /
-        (lam n)`` as (indices, values); the candidate is kept for :meth:`step`
-        (conj_sum NaN and no part where a(w) falls outside the dual domain)."""
+    def evaluate(self, w, lam, n_total, shards, gamma=None):
+        """A round's first half, at the global ``w``: first the last round's duals are
+        completed with the driver's step ``gamma`` (``a_start + gamma da``); then per shard
+        (loss_sum, conj_sum) of its duals, and of the candidate duals ``a(w) =
+        -phi'(x_i.w)`` (the dual point the primal iterate defines) their conj_sum and their
+        part of w(a(w)), ``A_k a(w) / (lam n)`` as (indices, values); the candidate is
+        kept for :meth:`step` (conj_sum NaN and no part where a(w) leaves the dual domain)."""
         self.w = np.asarray(w, dtype=np.float64)
         out = {}
         for k in shards:
             s = self.shards[k]
             t = s.task
+            if s.pending is not None:
+                start, change = s.pending
+                s.alpha = start + gamma * change
+                s.pending = None
             loss_sum, conj_sum, z = self._sums(s, self.w, s.alpha)
             cand = -_losses.derivative(t["loss"], z, s.y, t["loss_param"])
             cand_conj = float(np.sum(_losses.conjugate(t["loss"], cand, s.y, t["loss_param"])))
@@ -147,28 +156,33 @@ class ShardHost:
             out[k] = (loss_sum, conj_sum, cand_conj if part is not None else np.nan, part)
         return out
 
-    def step(self, w, adopt, lam, n_total, sigma, gamma, passes, seeds):
+    def step(self, w, adopt, lam, n_total, sigma, passes, seeds, steps):
         """A round's second half: on the shards ``{k: seed}``, from ``w`` (None: the w of
         :meth:`evaluate`) and their duals (the candidates instead when ``adopt``), the
-        local solve; returns per shard (dw, alpha): ``dw = gamma A_k da / (lam n)`` as
-        (indices, values) and the new duals (the driver's checkpoint)."""
+        local solve. Returns per shard (dw, conj, da, start): ``dw = A_k da / (lam n)`` as
+        (indices, values), ``conj[j]`` the conjugate sum of ``start + steps[j] da`` (the
+        driver picks its step from them), the change ``da`` and, when adopted, the start.
+        The duals stay at the start until :meth:`evaluate` gets the step."""
         w = self.w if w is None else np.asarray(w, dtype=np.float64)
+        steps = np.asarray(steps, dtype=np.float64)
         out = {}
         for k, seed in seeds.items():
             s = self.shards[k]
             t = s.task
             if adopt:
                 s.alpha = s.candidate
-            old = s.alpha.copy()
+            local = s.alpha.copy()
             v = w.copy()
             _local.local_update(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
-                                None, s.sqnorm, s.bias, lam, n_total, sigma, s.alpha, v,
+                                None, s.sqnorm, s.bias, lam, n_total, sigma, local, v,
                                 passes, seed)
             v -= w
-            v *= gamma / sigma
-            if gamma != 1.0:
-                s.alpha = old + gamma * (s.alpha - old)
-            out[k] = (_sparse(v), s.alpha.copy())
+            v /= sigma
+            change = local - s.alpha
+            conj = np.array([np.sum(_losses.conjugate(t["loss"], s.alpha + g * change, s.y,
+                                                      t["loss_param"])) for g in steps])
+            s.pending = (s.alpha, change)
+            out[k] = (_sparse(v), conj, change, s.alpha if adopt else None)
         return out
 
     def sums(self, w, shards):
