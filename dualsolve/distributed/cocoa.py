@@ -208,7 +208,7 @@ def _local_cluster():
                           "(dask.distributed)") from None
     from .._threads import usable_cores
     cluster = LocalCluster(n_workers=usable_cores(), threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")      # any free port: never a clash
     return Client(cluster), cluster
 
 
