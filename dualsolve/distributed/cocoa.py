@@ -33,6 +33,9 @@ AGGREGATION = {"add": "CoCoA+ (sigma' = K, gamma = 1)", "average": "CoCoA (sigma
 #: the line search's steps along the added changes: STEPS from 1/(2K) to MAX_STEP (and the
 #: aggregation's own step)
 STEPS, MAX_STEP = 24, 8.0
+#: the points on the segment from the shards' duals a to the candidates a(w) whose dual
+#: value the driver compares each round (0: a itself, 1: a(w))
+MIXES = np.linspace(0.0, 1.0, 21)
 #: worker losses tolerated in one solve before it gives up
 MAX_FAULTS = 16
 HISTORY = ("primal", "dual", "gap", "bytes")
@@ -366,10 +369,10 @@ def _round_seed(seed, t, k):
 def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
     """One certified CoCoA+ solve of ``task`` on the loaded shards. Each round: the hosts
     evaluate the current w (the gap of their duals, and the candidate duals a(w) with
-    their part of w(a(w))); the driver certifies with the better of the two dual points,
-    reports, and, when a(w) is the better one, the round's local solves start from it
-    (w(a(w)) and a(w): the dual only rises; it undoes the slow exchange of dual mass
-    between shards that CoCoA+ alone needs many rounds for); then the local solves, and
+    their part of w(a(w))); the driver certifies with the best dual point on the segment
+    from the duals to a(w), reports, and the round's local solves start from that point
+    (the dual only rises; it undoes the slow exchange of dual mass between shards that
+    CoCoA+ alone needs many rounds for); then the local solves, and
     the step along their added changes (``_best_step``), which the hosts apply to their
     duals at the next evaluation."""
     K, n = run.K, int(sum(n_rows))
@@ -411,16 +414,15 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
                 break
             if not update:
                 break
-            adopt = ev["adopt"]
-            start = ev["w_cand"] if adopt else w
+            mix, start = ev["mix"], ev["w_start"]
             seeds = {k: _round_seed(seed, t, k) for k in range(K)}
             faults = run.faults
 
             def local_solves():
-                resend = adopt or ev["w"] is not None or run.faults != faults
-                if run.faults != faults and adopt:      # the recovered shards lost a(w)
+                resend = mix > 0 or ev["w"] is not None or run.faults != faults
+                if run.faults != faults and mix > 0:    # the recovered shards lost a(w)
                     _evaluate(run, w, lam, n, d_w, 0.0, floor, step_size)
-                return run.call("step", lambda ks: (start if resend else None, adopt, lam, n,
+                return run.call("step", lambda ks: (start if resend else None, mix, lam, n,
                                                     sigma, cfg["local_epochs"],
                                                     {k: seeds[k] for k in ks}, steps))
 
@@ -430,7 +432,7 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
             w = start + step_size * change
             run.ckpt = {k: (run.ckpt[k] if out[k][3] is None else out[k][3])
                         + step_size * out[k][2] for k in range(K)}
-            mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, adopt, d_w,
+            mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, mix > 0, d_w,
                                                                          run)),)
             t += 1
     except KeyboardInterrupt as exc:
@@ -460,43 +462,65 @@ def _best_step(steps, out, start, change, lam, n, K):
 
 
 def _evaluate(run, w, lam, n, d_w, tol, floor, step_size=None):
-    """A round's first half: P(w), the better of the two dual values, the gap; certified
-    (with ``w`` and ``duals`` to return) or not (``w``: the exact w(a) when a check of
-    the shards' own duals failed; ``adopt``: start the local solves from a(w), whose
-    w(a(w)) is ``w_cand``); ``bytes`` sent both ways."""
-    ev = run.call("evaluate", lambda ks: (w, lam, n, ks, step_size))
+    """A round's first half: P(w) and the best dual value on the segment from the shards'
+    duals ``a`` to the candidates ``a(w)`` (``a + mix (a(w) - a)``, MIXES; concave along
+    it: conjugate sums from the shards, the quadratic here, since w(a) is linear), its
+    gap; certified (with ``w`` and ``duals`` to return) or not (``w``: the exact w(a)
+    when a check of the shards' own duals failed; ``mix`` and ``w_start``: where the local
+    solves start); ``bytes`` sent both ways."""
+    ev = run.call("evaluate", lambda ks: (w, lam, n, ks, step_size, MIXES))
     hosts = len(set(run.hosts.where.values()))
-    sent = hosts * 8 * d_w + sum(24 + (0 if v[3] is None else v[3][0].nbytes + v[3][1].nbytes)
+    sent = hosts * 8 * d_w + sum(24 + MIXES.nbytes + (0 if v[3] is None else
+                                                      v[3][0].nbytes + v[3][1].nbytes)
                                  for v in ev.values())
     primal, dual, _ = _gap(ev, w, lam, n)
-    cand_dual, w_cand = -np.inf, None
-    if all(np.isfinite(ev[k][2]) for k in range(run.K)):
+    res = dict(values=(primal, dual, primal - dual), certified=False, w=None, duals=None,
+               mix=0.0, w_start=w, bytes=sent)
+    if all(ev[k][2] is not None for k in range(run.K)):
         w_cand = _apply(np.zeros(d_w), {k: (ev[k][3],) for k in range(run.K)}, run.K)
-        cand_dual = -sum(ev[k][2] for k in range(run.K)) / n - 0.5 * lam * float(w_cand @ w_cand)
-    adopt = cand_dual > dual
-    best = max(dual, cand_dual)
-    res = dict(values=(primal, best, primal - best), certified=False, w=None, duals=None,
-               adopt=adopt, w_cand=w_cand, bytes=sent)
-    if not _status.certifies(primal - best, best, tol, floor):
+        conj = sum(ev[k][2] for k in range(run.K))
+        toward = w_cand - w
+        duals = _segment_duals(conj, w, toward, MIXES, lam, n)
+        j = int(np.argmax(duals))
+        if MIXES[j] > 0 and duals[j] > dual:
+            res.update(values=(primal, duals[j], primal - duals[j]), mix=float(MIXES[j]),
+                       w_start=w + MIXES[j] * toward if MIXES[j] < 1 else w_cand)
+    primal, best, gap = res["values"]
+    if not _status.certifies(gap, best, tol, floor):
         return res
-    if adopt:       # a(w) certifies w; its w(a(w)) was added from scratch already
-        res.update(certified=True, w=w, duals=run.call("candidates", lambda ks: (ks,)))
+    mix = res["mix"]
+    w_exact = _exact_w(run, lam, n, d_w)        # w(a) from scratch: no rounding drift
+    if mix == 0.0:      # the shards' own duals, at the exact w(a)
+        primal, dual, gap = _gap(run.call("sums", lambda ks: (w_exact, ks)), w_exact, lam, n)
+        res.update(values=(primal, dual, gap), w=w_exact, w_start=w_exact,
+                   certified=_status.certifies(gap, dual, tol, floor))
+        if res["certified"]:
+            res["duals"] = run.ckpt
         return res
-    # the shards' own duals: remove the rounding drift of the added changes, check again
-    w_exact = _exact_w(run, lam, n, d_w)
-    primal, dual, gap = _gap(run.call("sums", lambda ks: (w_exact, ks)), w_exact, lam, n)
-    res.update(values=(primal, dual, gap), w=w_exact, adopt=False,
-               certified=_status.certifies(gap, dual, tol, floor))
+    # w(a) and w(a(w)) both from scratch: the mixed dual's value, exactly; it certifies w
+    j = int(np.flatnonzero(MIXES == mix)[0])
+    best = float(_segment_duals(conj[j:j + 1], w_exact, w_cand - w_exact, MIXES[j:j + 1],
+                                lam, n)[0])
+    res.update(values=(primal, best, primal - best),
+               certified=_status.certifies(primal - best, best, tol, floor))
     if res["certified"]:
-        res["duals"] = run.ckpt
+        res.update(w=w, duals=run.call("mixed", lambda ks: (mix, ks)))
     return res
 
 
-def _bytes_step(out, adopt, d_w, run):
+def _segment_duals(conj, w, toward, mixes, lam, n):
+    """D(a + m (a(w) - a)) for each m in ``mixes``, from the conjugate sums ``conj`` and
+    w(a) = ``w``, w(a(w)) - w(a) = ``toward`` (NaN and inf conjugates give -inf)."""
+    ww, wt, tt = float(w @ w), float(w @ toward), float(toward @ toward)
+    duals = -conj / n - 0.5 * lam * (ww + 2 * mixes * wt + mixes * mixes * tt)
+    return np.where(np.isfinite(duals), duals, -np.inf)
+
+
+def _bytes_step(out, resent, d_w, run):
     hosts = len(set(run.hosts.where.values()))
     back = sum(v[0][0].nbytes + v[0][1].nbytes + v[1].nbytes + v[2].nbytes
                + (0 if v[3] is None else v[3].nbytes) for v in out.values())
-    return back + (hosts * 8 * d_w if adopt else 0)
+    return back + (hosts * 8 * d_w if resent else 0)
 
 
 def _gap(sums, w, lam, n):

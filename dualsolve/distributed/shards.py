@@ -129,13 +129,14 @@ class ShardHost:
         return _local.score_sums(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
                                  None, s.bias, alpha, w)
 
-    def evaluate(self, w, lam, n_total, shards, gamma=None):
+    def evaluate(self, w, lam, n_total, shards, gamma, mixes):
         """A round's first half, at the global ``w``: first the last round's duals are
         completed with the driver's step ``gamma`` (``a_start + gamma da``); then per shard
-        (loss_sum, conj_sum) of its duals, and of the candidate duals ``a(w) =
-        -phi'(x_i.w)`` (the dual point the primal iterate defines) their conj_sum and their
-        part of w(a(w)), ``A_k a(w) / (lam n)`` as (indices, values); the candidate is
-        kept for :meth:`step` (conj_sum NaN and no part where a(w) leaves the dual domain)."""
+        (loss_sum, conj_sum) of its duals ``a``; the candidate duals ``a(w) =
+        -phi'(x_i.w)`` (the dual point of the primal iterate) with ``conj[j]``, the
+        conjugate sum of ``a + mixes[j] (a(w) - a)``, and their part of w(a(w)),
+        ``A_k a(w) / (lam n)`` as (indices, values) (both None where a(w) leaves the dual
+        domain). The candidate is kept for :meth:`step` and :meth:`mixed`."""
         self.w = np.asarray(w, dtype=np.float64)
         out = {}
         for k in shards:
@@ -147,30 +148,40 @@ class ShardHost:
                 s.pending = None
             loss_sum, conj_sum, z = self._sums(s, self.w, s.alpha)
             cand = -_losses.derivative(t["loss"], z, s.y, t["loss_param"])
-            cand_conj = float(np.sum(_losses.conjugate(t["loss"], cand, s.y, t["loss_param"])))
+            toward = cand - s.alpha
+            conj = np.array([np.sum(_losses.conjugate(t["loss"], s.alpha + m * toward, s.y,
+                                                      t["loss_param"])) for m in mixes])
             s.candidate, part = None, None
-            if np.isfinite(cand_conj):
+            if np.isfinite(conj).all():
                 s.candidate = cand
                 part = _sparse(_local.dual_primal(*s.arrays(), s.X.shape[1], s.y, s.bias,
                                                   lam, n_total, cand))
-            out[k] = (loss_sum, conj_sum, cand_conj if part is not None else np.nan, part)
+            out[k] = (loss_sum, conj_sum, conj if part is not None else None, part)
         return out
 
-    def step(self, w, adopt, lam, n_total, sigma, passes, seeds, steps):
+    def mixed(self, mix, shards):
+        """The duals ``a + mix (a(w) - a)`` of the last :meth:`evaluate`'s candidate."""
+        return {k: self._mix(self.shards[k], mix) for k in shards}
+
+    @staticmethod
+    def _mix(s, mix):
+        return s.candidate.copy() if mix == 1.0 else s.alpha + mix * (s.candidate - s.alpha)
+
+    def step(self, w, mix, lam, n_total, sigma, passes, seeds, steps):
         """A round's second half: on the shards ``{k: seed}``, from ``w`` (None: the w of
-        :meth:`evaluate`) and their duals (the candidates instead when ``adopt``), the
-        local solve. Returns per shard (dw, conj, da, start): ``dw = A_k da / (lam n)`` as
-        (indices, values), ``conj[j]`` the conjugate sum of ``start + steps[j] da`` (the
-        driver picks its step from them), the change ``da`` and, when adopted, the start.
-        The duals stay at the start until :meth:`evaluate` gets the step."""
+        :meth:`evaluate`) and the duals ``a + mix (a(w) - a)`` (``mix = 0``: their own),
+        the local solve. Returns per shard (dw, conj, da, start): ``dw = A_k da / (lam n)``
+        as (indices, values), ``conj[j]`` the conjugate sum of ``start + steps[j] da`` (the
+        driver picks its step from them), the change ``da`` and, when ``mix > 0``, the
+        start. The duals stay at the start until :meth:`evaluate` gets the step."""
         w = self.w if w is None else np.asarray(w, dtype=np.float64)
         steps = np.asarray(steps, dtype=np.float64)
         out = {}
         for k, seed in seeds.items():
             s = self.shards[k]
             t = s.task
-            if adopt:
-                s.alpha = s.candidate
+            if mix > 0:
+                s.alpha = self._mix(s, mix)
             local = s.alpha.copy()
             v = w.copy()
             _local.local_update(*s.arrays(), s.X.shape[1], s.y, t["loss"], t["loss_param"],
@@ -182,7 +193,7 @@ class ShardHost:
             conj = np.array([np.sum(_losses.conjugate(t["loss"], s.alpha + g * change, s.y,
                                                       t["loss_param"])) for g in steps])
             s.pending = (s.alpha, change)
-            out[k] = (_sparse(v), conj, change, s.alpha if adopt else None)
+            out[k] = (_sparse(v), conj, change, s.alpha if mix > 0 else None)
         return out
 
     def sums(self, w, shards):
@@ -198,10 +209,6 @@ class ShardHost:
             out[k] = _local.dual_primal(*s.arrays(), s.X.shape[1], s.y, s.bias, lam, n_total,
                                         s.alpha)
         return out
-
-    def candidates(self, shards):
-        """The candidate duals of the last :meth:`evaluate`."""
-        return {k: self.shards[k].candidate for k in shards}
 
 
 def _sparse(v):
