@@ -227,6 +227,12 @@ class _Run:
         self.task = None
         self.ckpt = None
         self.n_features = None
+        self.cols = None        # shard -> the global columns it uses
+        self.idx = None         # shard -> where its local vectors sit in w (bias: last)
+
+    def local(self, w):
+        """``make_args`` piece: each shard's entries of the global vector w."""
+        return lambda ks: {k: w[self.idx[k]] for k in ks}
 
     def call(self, method, make_args):
         """Per-shard results of ``method`` on every host, merged."""
@@ -249,7 +255,6 @@ class _Run:
         self.hosts.place(lost)
         for k in sorted(lost):
             self.hosts.call_on(k, "load", {k: self.sources[k]}, self.zero_based)
-            self.hosts.call_on(k, "widen", self.n_features, [k])
             if self.task is not None:
                 self.hosts.call_on(k, "configure", self.task, {k: self.ckpt[k]})
         if self.task is not None:
@@ -270,7 +275,7 @@ def _train(hosts, sources, loss, loss_param, lam, C, warm_start, cfg, n_workers)
         metas = run.retrying(run.load)
         d = _check_metas(metas, sources, cfg["n_features"])
         run.n_features = d
-        run.retrying(lambda: run.call("widen", lambda ks: (d, ks)))
+        run.cols = {k: metas[k]["cols"] for k in range(run.K)}
         n_rows = [metas[k]["n"] for k in range(run.K)]
         n = int(sum(n_rows))
         lam = check_regularization(lam, C, n)
@@ -381,6 +386,7 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
     if cfg["line_search"]:
         steps = np.union1d(np.geomspace(1.0 / (2 * K), MAX_STEP, STEPS), steps)
     d_w = d + (1 if task["bias"] else 0)
+    run.idx = {k: np.append(run.cols[k], d) if task["bias"] else run.cols[k] for k in range(K)}
     mon = EpochMonitor(HISTORY, callback=cfg["callback"], verbose=cfg["verbose"])
     run.task = task
     run.ckpt = {k: (np.zeros(n_rows[k]) if a is None else np.array(a, dtype=np.float64))
@@ -422,17 +428,18 @@ def _solve(run, task, alphas, n_rows, d, lam, seed, cfg, label):
                 resend = mix > 0 or ev["w"] is not None or run.faults != faults
                 if run.faults != faults and mix > 0:    # the recovered shards lost a(w)
                     _evaluate(run, w, lam, n, d_w, 0.0, floor, step_size)
-                return run.call("step", lambda ks: (start if resend else None, mix, lam, n,
+                return run.call("step", lambda ks: (run.local(start)(ks) if resend else None,
+                                                    mix, lam, n,
                                                     sigma, cfg["local_epochs"],
                                                     {k: seeds[k] for k in ks}, steps))
 
             out = run.retrying(local_solves)
-            change = _apply(np.zeros(d_w), out, K)
+            change = _apply(np.zeros(d_w), out, run.idx)
             step_size = _best_step(steps, out, start, change, lam, n, K)
             w = start + step_size * change
             run.ckpt = {k: (run.ckpt[k] if out[k][3] is None else out[k][3])
                         + step_size * out[k][2] for k in range(K)}
-            mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, mix > 0, d_w,
+            mon.rows[-1] = mon.rows[-1][:-1] + (float(sent + _bytes_step(out, mix > 0,
                                                                          run)),)
             t += 1
     except KeyboardInterrupt as exc:
@@ -468,16 +475,13 @@ def _evaluate(run, w, lam, n, d_w, tol, floor, step_size=None):
     gap; certified (with ``w`` and ``duals`` to return) or not (``w``: the exact w(a)
     when a check of the shards' own duals failed; ``mix`` and ``w_start``: where the local
     solves start); ``bytes`` sent both ways."""
-    ev = run.call("evaluate", lambda ks: (w, lam, n, ks, step_size, MIXES))
-    hosts = len(set(run.hosts.where.values()))
-    sent = hosts * 8 * d_w + sum(24 + MIXES.nbytes + (0 if v[3] is None else
-                                                      v[3][0].nbytes + v[3][1].nbytes)
-                                 for v in ev.values())
+    ev = run.call("evaluate", lambda ks: (run.local(w)(ks), lam, n, step_size, MIXES))
+    sent = sum(2 * 8 * run.idx[k].shape[0] + 24 + MIXES.nbytes for k in range(run.K))
     primal, dual, _ = _gap(ev, w, lam, n)
     res = dict(values=(primal, dual, primal - dual), certified=False, w=None, duals=None,
                mix=0.0, w_start=w, bytes=sent)
     if all(ev[k][2] is not None for k in range(run.K)):
-        w_cand = _apply(np.zeros(d_w), {k: (ev[k][3],) for k in range(run.K)}, run.K)
+        w_cand = _apply(np.zeros(d_w), {k: (ev[k][3],) for k in range(run.K)}, run.idx)
         conj = sum(ev[k][2] for k in range(run.K))
         toward = w_cand - w
         duals = _segment_duals(conj, w, toward, MIXES, lam, n)
@@ -491,7 +495,8 @@ def _evaluate(run, w, lam, n, d_w, tol, floor, step_size=None):
     mix = res["mix"]
     w_exact = _exact_w(run, lam, n, d_w)        # w(a) from scratch: no rounding drift
     if mix == 0.0:      # the shards' own duals, at the exact w(a)
-        primal, dual, gap = _gap(run.call("sums", lambda ks: (w_exact, ks)), w_exact, lam, n)
+        primal, dual, gap = _gap(run.call("sums", lambda ks: (run.local(w_exact)(ks),)),
+                                 w_exact, lam, n)
         res.update(values=(primal, dual, gap), w=w_exact, w_start=w_exact,
                    certified=_status.certifies(gap, dual, tol, floor))
         if res["certified"]:
@@ -516,11 +521,12 @@ def _segment_duals(conj, w, toward, mixes, lam, n):
     return np.where(np.isfinite(duals), duals, -np.inf)
 
 
-def _bytes_step(out, resent, d_w, run):
-    hosts = len(set(run.hosts.where.values()))
-    back = sum(v[0][0].nbytes + v[0][1].nbytes + v[1].nbytes + v[2].nbytes
-               + (0 if v[3] is None else v[3].nbytes) for v in out.values())
-    return back + (hosts * 8 * d_w if resent else 0)
+def _bytes_step(out, resent, run):
+    """The step's arrays: the local changes and duals back, each shard's part of its start
+    out when it moved."""
+    back = sum(v[0].nbytes + v[1].nbytes + v[2].nbytes + (0 if v[3] is None else v[3].nbytes)
+               for v in out.values())
+    return back + (sum(8 * i.shape[0] for i in run.idx.values()) if resent else 0)
 
 
 def _gap(sums, w, lam, n):
@@ -534,19 +540,15 @@ def _gap(sums, w, lam, n):
 
 def _exact_w(run, lam, n, d_w):
     """w(a) = sum_k A_k a_k / (lam n) from scratch, added in shard order."""
-    parts = run.call("primal", lambda ks: (lam, n, ks))
-    w = np.zeros(d_w)
-    for k in range(run.K):
-        w += parts[k]
-    return w
+    return _apply(np.zeros(d_w), {k: (v,) for k, v in run.call("primal", lambda ks: (
+        lam, n, ks)).items()}, run.idx)
 
 
-def _apply(w, out, K):
-    """w plus every shard's sparse change ``out[k][0]``, in shard order."""
+def _apply(w, out, idx):
+    """w plus every shard's change ``out[k][0]`` (in its local columns), in shard order."""
     w = w.copy()
-    for k in range(K):
-        idx, val = out[k][0]
-        w[idx] += val
+    for k in range(len(idx)):
+        w[idx[k]] += out[k][0]
     return w
 
 
