@@ -554,6 +554,15 @@ def table(results):
                     f"{t_best:.1f} s / train_cocoa {c['median']:.2f} s = "
                     f"{'' if reached else '> '}{ratio:.1f}x (goal >= {SPEED_GOAL:g}x)"
                     + ("" if ok_c else "; NOT every train_cocoa run certified at 1e-6"))
+                # like for like: dask-ml's blocks were in the workers' memory before its
+                # clock started; ours are read from the shard files within train_cocoa
+                solve = float(np.median([r["time"] - r["setup"] for r in c["rows"]]))
+                ratio = t_best / solve
+                ok = ok_c and ratio >= SPEED_GOAL
+                verdicts.append(
+                    f"- {data}, {k} shards, both from data in the workers' memory (our file "
+                    f"reading and set-up taken off): {'HOLDS' if ok else 'FAILS'}: "
+                    f"{t_best:.1f} s / {solve:.2f} s = {'' if reached else '> '}{ratio:.1f}x")
         ks = sorted(int(k) for k in res["cocoa"])
         if len(ks) >= 2:
             lo, hi = (res["cocoa"][str(k)]["rows"] for k in (ks[0], ks[-1]))

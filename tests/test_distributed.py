@@ -15,6 +15,7 @@ import scipy.sparse as sp
 import dualsolve as ds
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.distributed import simulate_cocoa, split_rows, train_cocoa
+from solver_problems import interrupted  # tests/ (see conftest.py)
 
 distributed = pytest.importorskip("distributed")
 
@@ -209,3 +210,20 @@ def test_dask_is_imported_only_by_train_cocoa():
             "bad = [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__))
+
+
+@pytest.mark.parametrize("where", ["cluster", "in_process"])
+def test_ctrl_c_stops_with_the_partial_model(client, a9a, where):
+    X, y = a9a
+    shards = split_rows(X, y, 3)
+
+    def fit(callback):
+        if where == "cluster":
+            return train_cocoa(shards, client=client, lam=1e-6, tol=0.0, max_rounds=10**6,
+                               callback=callback)
+        return simulate_cocoa(X, y, 3, lam=1e-6, tol=0.0, max_rounds=10**6, callback=callback)
+
+    exc, seconds = interrupted(fit, first=lambda info: info["epoch"] == 2)
+    assert seconds < 2.0
+    assert exc.model.stop_reason == "interrupted" and exc.model.n_epochs >= 2
+    assert exc.model.dual.shape == (X.shape[0],) and np.isfinite(exc.model.coef).all()
