@@ -6,7 +6,9 @@ Each round sends the global ``w`` to the hosts; every shard returns its sums at 
 ``dw_k = A_k da_k / (lam n)`` of its local solve (``_local.pyx``: SDCA's exact steps on
 CoCoA+'s subproblem, sigma' = K for ``aggregation="add"``). The driver adds the changes in
 shard order (so a seed fixes the result whatever worker holds what), moves along them by
-the step that maximises the dual (``line_search``; CoCoA+'s own step is 1) and keeps
+the step that maximises the dual (``line_search``; CoCoA+'s own step is 1), starts each
+round from the best dual point between the shards' duals and those of the current w, and
+keeps
 the duals of the last completed round: a worker lost in a round costs that round only
 (its shards are re-read elsewhere with those duals, the others rolled back to them, and the
 round runs again with the same seeds).
@@ -54,8 +56,8 @@ PARAMS = {
 
 def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1e-6,
                 max_rounds=1000, local_epochs=1.0, aggregation="add", line_search=True, seed=0,
-                verbose=0,
-                callback=None, warm_start=None, fit_intercept=False, intercept_scaling=1.0,
+                verbose=0, callback=None, warm_start=None, fit_intercept=False,
+                intercept_scaling=1.0,
                 smoothing=None, epsilon=None, n_features=None, zero_based=False):
     """Train an L2-regularised linear model on rows spread over a Dask cluster, by CoCoA+
     with ``train_sdca``'s coordinate steps as the local solver.
@@ -67,7 +69,9 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
     the problem of ``train_sdca`` on the rows of all shards stacked in order, through its
     dual. Each round every shard runs ``local_epochs`` passes of exact dual coordinate
     steps on its CoCoA+ subproblem (the curvature term scaled by sigma' = K, the number of
-    shards) from the current ``w``, and ``w`` moves by the sum of their changes. The solve
+    shards) from the current ``w``, and ``w`` moves along the sum of their changes; each
+    round starts from the best dual point between the shards' duals and the duals
+    ``-loss'(x_i.w)`` of the current ``w`` (docs/distributed.md says why). The solve
     stops when the duality gap ``P(w) - D(a)``, summed over the shards at the start of a
     round, is ``<= tol * D(a)`` (after ``w`` is recomputed from the duals), so
     ``(P(w) - P*) / P* <= tol`` is certified, as for ``train_sdca``.
@@ -118,7 +122,9 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
     Returns
     -------
     Model
-        ``coef``, ``intercept``, ``dual`` (the shards' duals in order), ``history`` (one row
+        ``coef``, ``intercept``, ``dual`` (the dual point that certifies ``coef``, the
+        shards' rows in order; ``X^T dual / (lam n)`` equals ``coef`` when it is the shards'
+        own duals, not when it lies towards ``-loss'(X coef)``), ``history`` (one row
         per round: primal, dual, gap at the round's start, seconds, and ``bytes``, the
         arrays sent both ways in that round), ``stop_reason`` ("converged" certifies as
         above), ``n_epochs`` (rounds); ``params`` has ``n_shards``, ``sigma``, ``faults``
