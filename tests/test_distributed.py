@@ -227,3 +227,11 @@ def test_ctrl_c_stops_with_the_partial_model(client, a9a, where):
     assert seconds < 2.0
     assert exc.model.stop_reason == "interrupted" and exc.model.n_epochs >= 2
     assert exc.model.dual.shape == (X.shape[0],) and np.isfinite(exc.model.coef).all()
+
+
+def test_client_none_starts_and_closes_a_local_cluster(a9a):
+    X, y = a9a
+    model = train_cocoa(split_rows(X[:4000], y[:4000], 2), lam=LAM)
+    ref = simulate_cocoa(X[:4000], y[:4000], 2, lam=LAM)
+    assert model.stop_reason == "converged" and model.params["n_workers"] >= 1
+    assert np.array_equal(model.coef, ref.coef)
