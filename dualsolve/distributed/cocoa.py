@@ -126,7 +126,9 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
         shards' rows in order; ``X^T dual / (lam n)`` equals ``coef`` when it is the shards'
         own duals, not when it lies towards ``-loss'(X coef)``), ``history`` (one row
         per round: primal, dual, gap at the round's start, seconds, and ``bytes``, the
-        arrays sent both ways in that round), ``stop_reason`` ("converged" certifies as
+        arrays sent both ways in that round; the verbose line and the callback, which come
+        before the round's local solves, see the evaluation's share only),
+        ``stop_reason`` ("converged" certifies as
         above), ``n_epochs`` (rounds); ``params`` has ``n_shards``, ``sigma``, ``faults``
         (workers lost and recovered) and the cluster's ``n_workers``.
     """
