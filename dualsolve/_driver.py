@@ -248,14 +248,20 @@ def prepare(solver, args):
 
 
 def _check_loss(solver, args):
-    loss = args.get("loss", solver.losses[0])
+    return check_loss(solver.function_name, solver.losses, args.get("loss", solver.losses[0]),
+                      args.get("smoothing"), args.get("epsilon"))
+
+
+def check_loss(function_name, losses, loss, smoothing=None, epsilon=None):
+    """(loss, its parameter in the loss table) for a solver taking ``losses``; errors name
+    ``function_name``."""
     if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(solver.losses)}; got "
+        raise TypeError(f"loss must be a string, one of {list(losses)}; got "
                         f"{type(loss).__name__}")
-    if loss not in solver.losses:
-        raise ValueError(f"unknown loss {loss!r} for {solver.function_name}: loss must be one "
-                         f"of {list(solver.losses)}")
-    return check_loss_param(loss, args.get("smoothing"), args.get("epsilon"))
+    if loss not in losses:
+        raise ValueError(f"unknown loss {loss!r} for {function_name}: loss must be one "
+                         f"of {list(losses)}")
+    return check_loss_param(loss, smoothing, epsilon)
 
 
 class _read_only:

@@ -35,7 +35,7 @@ def fit_one_vs_rest(solver, p, options, run):
     engines release the GIL), otherwise one after the other with ``p.n_jobs`` threads each;
     every class's solve is the same either way, so the model is too, bit for bit."""
     k = p.classes.shape[0]
-    starts = _warm_starts(p.warm_start, p.classes)
+    starts = class_warm_starts(p.warm_start, p.classes)
     workers = min(p.n_jobs, k)
     stop = StopRequest() if workers > 1 else None
     subs = [dataclasses.replace(
@@ -119,7 +119,7 @@ def _for_class(callback, c):
     return lambda info: callback(dict(info, **{"class": c}))
 
 
-def _warm_starts(warm_start, classes):
+def class_warm_starts(warm_start, classes):
     """One warm start per class from a one-vs-rest Model of the same classes."""
     k = classes.shape[0]
     if warm_start is None:

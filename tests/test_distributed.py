@@ -201,7 +201,7 @@ def test_warm_start_from_a_nearby_lam(a9a):
     ref = ds.train_sdca(X, y, lam=LAM, tol=1e-12)
     certified_equal(warm, ref, X, y.astype(float), "logistic")
     assert warm.history["gap"][0] < 0.2 * np.log(2)       # a cold start's gap is log 2
-    with pytest.raises(ValueError, match="duals"):
+    with pytest.raises(ValueError, match="dual variables"):
         simulate_cocoa(X, y, 3, lam=LAM, warm_start=np.zeros(5))
 
 
@@ -235,3 +235,16 @@ def test_client_none_starts_and_closes_a_local_cluster(a9a):
     ref = simulate_cocoa(X[:4000], y[:4000], 2, lam=LAM)
     assert model.stop_reason == "converged" and model.params["n_workers"] >= 1
     assert np.array_equal(model.coef, ref.coef)
+
+
+def test_one_vs_rest_warm_start_in_process():
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 40, density=0.2, random_state=1, format="csr")
+    y = rng.integers(0, 3, 600)
+    near = simulate_cocoa(X, y, 3, lam=2e-2)
+    warm = simulate_cocoa(X, y, 3, lam=1e-2, warm_start=near)
+    cold = simulate_cocoa(X, y, 3, lam=1e-2)
+    assert warm.stop_reason == "converged" and warm.dual.shape == (600, 3)
+    np.testing.assert_allclose(warm.coef, cold.coef, atol=1e-3)
+    with pytest.raises(ValueError, match="classes"):
+        simulate_cocoa(X, y + 1, 3, lam=1e-2, warm_start=near)

@@ -17,16 +17,16 @@ import os
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._core import losses as _losses
 from .._core import status as _status
-from .._driver import COMMON
+from .._driver import COMMON, check_loss
 from .._monitor import EpochMonitor
 from .._params import Boolean, Integral, Interval, Options, Real, validate
-from .._validation import (ConvergenceWarning, check_loss_param, check_regularization,
-                           check_seed)
-from ..model import Model, make_history
-from ..multiclass import combine
+from .._validation import ConvergenceWarning, check_regularization, check_seed
+from ..model import Model, make_history, warm_start_dual
+from ..multiclass import class_warm_starts, combine
 from ..sdca.api import LOSSES as SDCA_LOSSES
 from .hosts import DaskHosts, LocalHosts, WorkerLost
 
@@ -132,10 +132,7 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
         above), ``n_epochs`` (rounds); ``params`` has ``n_shards``, ``sigma``, ``faults``
         (workers lost and recovered) and the cluster's ``n_workers``.
     """
-    args = dict(locals())
-    cfg = {k: validate(k, args[k], COMMON[k]) for k in ("tol", "seed", "verbose", "callback")}
-    cfg.update({k: validate(k, args[k], c) for k, c in PARAMS.items()})
-    loss, loss_param = _check_loss(loss, smoothing, epsilon)
+    cfg, loss, loss_param = _options(dict(locals()))
     sources = _check_shards(shards)
     own_cluster = None
     if client is None:
@@ -158,12 +155,8 @@ def simulate_cocoa(X, y, n_shards, *, loss="logistic", lam=None, C=None, tol=1e-
     """``train_cocoa``'s rounds on ``X``'s rows cut into ``n_shards`` contiguous blocks of
     near-equal size, all in this process (no Dask): the same round logic, seeds and
     results, for studying rounds against shards (``bench/distributed.py``)."""
-    args = dict(locals())
-    cfg = {k: validate(k, args[k], COMMON[k]) for k in ("tol", "seed", "verbose", "callback")}
-    cfg.update({k: validate(k, args[k], c) for k, c in PARAMS.items() if k in args})
-    cfg.update(n_features=None, zero_based=False)
+    cfg, loss, loss_param = _options(dict(locals(), n_features=None, zero_based=False))
     n_shards = validate("n_shards", n_shards, [Interval(Integral, 1, None)])
-    loss, loss_param = _check_loss(loss, smoothing, epsilon)
     sources = split_rows(X, y, n_shards)
     return _train(LocalHosts(), sources, loss, loss_param, lam, C, warm_start, cfg,
                   n_workers=1)
@@ -171,7 +164,6 @@ def simulate_cocoa(X, y, n_shards, *, loss="logistic", lam=None, C=None, tol=1e-
 
 def split_rows(X, y, n_shards):
     """``n_shards`` (X_k, y_k) blocks of consecutive rows, sizes differing by at most one."""
-    import scipy.sparse as sp
     X = sp.csr_matrix(X)
     y = np.asarray(y)
     n = X.shape[0]
@@ -181,13 +173,12 @@ def split_rows(X, y, n_shards):
     return [(X[a:b], y[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def _check_loss(loss, smoothing, epsilon):
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {list(LOSSES)}; got {type(loss).__name__}")
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r} for train_cocoa: loss must be one of "
-                         f"{list(LOSSES)}")
-    return check_loss_param(loss, smoothing, epsilon)
+def _options(args):
+    """(the validated shared and CoCoA+ options, loss, its parameter) of a call."""
+    cfg = {k: validate(k, args[k], COMMON[k]) for k in ("tol", "seed", "verbose", "callback")}
+    cfg.update({k: validate(k, args[k], c) for k, c in PARAMS.items()})
+    return (cfg,) + check_loss("train_cocoa", LOSSES, args["loss"], args["smoothing"],
+                               args["epsilon"])
 
 
 def _check_shards(shards):
@@ -351,21 +342,14 @@ def _classes(metas, loss):
 
 
 def _warm_starts(warm_start, n, classes):
-    """The duals to start each class's solve from (None: zeros)."""
-    k = 1 if classes is None or classes.shape[0] == 2 else classes.shape[0]
+    """The duals to start each class's solve from (None: zeros), checked as every solver's
+    (``warm_start_dual``; more than two classes: ``dualsolve.multiclass``'s split of a
+    one-vs-rest Model)."""
     if warm_start is None:
-        return [None] * k
-    a = warm_start.dual if isinstance(warm_start, Model) else warm_start
-    if a is None:
-        raise ValueError("warm_start model has no dual variables")
-    a = np.asarray(a, dtype=np.float64)
-    want = (n,) if k == 1 else (n, k)
-    if a.shape != want:
-        raise ValueError(f"warm_start must hold {want} duals (the shards' rows in order"
-                         f"{'' if k == 1 else ', one column per class'}); got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError("warm_start contains NaN or infinity")
-    return [a] if k == 1 else [a[:, c] for c in range(k)]
+        return [None] * (1 if classes is None or classes.shape[0] == 2 else classes.shape[0])
+    if classes is None or classes.shape[0] == 2:
+        return [warm_start_dual(warm_start, n)]
+    return [warm_start_dual(m, n) for m in class_warm_starts(warm_start, classes)]
 
 
 def _split(alpha, n_rows):

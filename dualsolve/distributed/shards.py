@@ -121,9 +121,8 @@ class ShardHost:
             if not np.isfinite(conj).all():
                 raise ValueError(f"warm_start: the duals of shards[{k}] lie outside the dual "
                                  "domain of the loss for its labels (another loss or labels?)")
-            zero = np.zeros(s.width + (1 if s.bias else 0))
-            out[k] = _local.score_sums(*s.arrays(), s.y, task["loss"], task["loss_param"],
-                                       None, s.bias, np.zeros(n_k), zero)[0]
+            out[k] = float(np.sum(_losses.value(task["loss"], np.zeros(n_k), s.y,
+                                                task["loss_param"])))
         return out
 
     def set_alpha(self, alphas):
