@@ -109,6 +109,7 @@ if HERE not in sys.path:
 
 import datasets  # noqa: E402
 import peers  # noqa: E402
+import report  # noqa: E402
 
 import dualsolve as ds  # noqa: E402
 
@@ -377,11 +378,7 @@ def dask_ml_trace(solver, Xd, yd, ref, X, y, budget, max_iter):
 
 # ------------------------------------------------------------- bench ---
 
-def _stats(xs):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return None
-    return dict(median=float(np.median(xs)), min=float(min(xs)), max=float(max(xs)))
+_stats = report.stats
 
 
 def _rounds(rows):
@@ -395,11 +392,7 @@ def _opt(v):
 
 
 def _fmt(st, digits=2):
-    if not st:
-        return "-"
-    if st["min"] == st["max"]:
-        return f"{st['median']:.{digits}f}"
-    return f"{st['median']:.{digits}f} ({st['min']:.{digits}f}-{st['max']:.{digits}f})"
+    return report.fmt_range(st, digits, collapse=True)
 
 
 def bench_cluster(X, y, data, ref, client, args, tmp):

@@ -105,6 +105,7 @@ if HERE not in sys.path:
 
 import datasets  # noqa: E402
 import peers  # noqa: E402
+import report  # noqa: E402
 
 import dualsolve as ds  # noqa: E402
 
@@ -383,11 +384,7 @@ def our_run(fn, name, X, y, ref, budget):
 
 # ------------------------------------------------------------- bench ---
 
-def _stats(xs):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return None
-    return dict(median=float(np.median(xs)), min=float(min(xs)), max=float(max(xs)))
+_stats = report.stats
 
 
 def bench_one(X, y, data, loss, C, rounds, ours, budget, ll_rounds="best",
@@ -465,10 +462,7 @@ def bench_one(X, y, data, loss, C, rounds, ours, budget, ll_rounds="best",
 
 # ------------------------------------------------------------ report ---
 
-def _fmt_range(st, digits=2):
-    if not st:
-        return "-"
-    return (f"{st['median']:.{digits}f} ({st['min']:.{digits}f}-{st['max']:.{digits}f})")
+_fmt_range = report.fmt_range
 
 
 def _headline(res):
