@@ -450,15 +450,16 @@ def test_liblinear_on_raw_kin8nm(kin8nm_raw, loss, C, epochs):
 
 
 def test_raw_kin8nm_l1_large_C_beats_capped_liblinear(kin8nm_raw):
-    """-s 13 at C = 100 stops at its 300-pass cap some 20% above the optimum; 20000 epochs
-    of ours land within 1e-4 of it (certified by the gap), not yet 1e-6."""
+    """-s 13 at C = 100 stops at its 300-pass cap well above the optimum (how far depends on
+    the platform's rand(), which orders its passes: measured 20% here, 10% on CI); 20000
+    epochs of ours land within 1e-4 of it (certified by the gap), not yet 1e-6."""
     X, y = kin8nm_raw
     C, loss = 100.0, "epsilon_insensitive"
     m = ours_fit(X, y, C, loss, 0.1, 20000)
     w, capped = liblinear_fit(X, y, C, 13, 0.1)
     assert capped
     ours, theirs = objective(X, y, m.coef, C, loss, 0.1), objective(X, y, w, C, loss, 0.1)
-    assert ours < 0.9 * theirs
+    assert ours < 0.97 * theirs
     assert m.history["gap"][-1] <= 1e-4 * m.history["primal"][-1]
 
 
