@@ -88,6 +88,8 @@ ctypedef struct SdcaOptions:
     int shrinking             # 1: drop rows stuck at a bound (bounded losses, labels +-1)
     int sampling              # SAMPLE_PERMUTATION or SAMPLE_UNIFORM
     uint64_t seed
+    int check_start           # 0: a warm start's first check computes D(alpha) only (no
+                              # pass over X; regularization_path's starts are never optimal)
     int n_threads             # > 1: the exact gap checks in that many threads, each scoring
                               # a slice of the rows, the slices' sums added in order (the
                               # same result for the same count); the passes stay serial

@@ -49,6 +49,7 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     o.shrinking = 1
     o.sampling = SAMPLE_PERMUTATION
     o.seed = 0
+    o.check_start = 1
     o.n_threads = 1
     return o
 
@@ -155,6 +156,17 @@ cdef void _resync(const floating* data, const index_t* indices, const index_t* i
             _point_axpy(data, indices, indptr, P, _point(P, j), P.alpha[j] * scale)
 
 
+cdef inline double _conj_term(const SdcaProblem* P, Py_ssize_t i) noexcept nogil:
+    """Coordinate i's share of -n D(alpha) besides the norm: c h(a/c) (+ a b, the fixed
+    intercept's share)."""
+    cdef double c = _weight(P, i), t = 0.0
+    if c == 1.0:
+        t = loss_conj(&P.loss, P.alpha[i], P.y[i])
+    elif c != 0.0:
+        t = c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i])
+    return t + P.alpha[i] * P.offset
+
+
 cdef inline void _check_rows(const floating* data, const index_t* indices,
                              const index_t* indptr, SdcaProblem* P, Py_ssize_t lo,
                              Py_ssize_t hi, KahanSum* ls, KahanSum* cs) noexcept nogil:
@@ -167,12 +179,20 @@ cdef inline void _check_rows(const floating* data, const index_t* indices,
         c = _weight(P, i)
         if c == 1.0:
             ksum_add(ls, loss_value(&P.loss, zi, P.y[i]))
-            ksum_add(cs, loss_conj(&P.loss, P.alpha[i], P.y[i]))
         elif c != 0.0:
             ksum_add(ls, c * loss_value(&P.loss, zi, P.y[i]))
-            ksum_add(cs, c * loss_conj(&P.loss, P.alpha[i] / c, P.y[i]))
-        if P.offset != 0.0:         # the fixed intercept's share of the dual, a_i b
-            ksum_add(cs, P.alpha[i] * P.offset)
+        ksum_add(cs, _conj_term(P, i))
+
+
+cdef double _dual_value(const SdcaProblem* P) noexcept nogil:
+    """D(alpha) without touching X (w = w(alpha) must hold): the conjugates and ||w||^2."""
+    cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef KahanSum cs = ksum_new(), ws = ksum_new()
+    for i in range(P.n):
+        ksum_add(&cs, _conj_term(P, i))
+    for i in range(dw):
+        ksum_add(&ws, P.w[i] * P.w[i])
+    return -ksum_value(&cs) / P.n - 0.5 * P.lam * ksum_value(&ws)
 
 
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
@@ -394,7 +414,11 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         _zero_start(P, &primal, &dual, &gap)
     else:
         _resync(data, indices, indptr, P)
-        _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
+        dual = _dual_value(P) if not opt.check_start else 0.0
+        if dual > 0.0:          # the schedule's target from D alone; the gap is unknown
+            primal, gap = NAN, NAN
+        else:
+            _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
     epoch = 0
     if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
@@ -487,7 +511,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
           double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
-          double offset=0.0, int n_threads=1):
+          double offset=0.0, int n_threads=1, scores=None, bint check_start=True):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
@@ -496,7 +520,9 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
     the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX;
     ``offset``, a fixed intercept added to every score (train_sdca's free intercept);
-    ``n_threads`` (see SdcaOptions). Returns (status, n_epochs, primal, dual, gap, p0).
+    ``n_threads`` and ``check_start`` (see SdcaOptions); ``scores``, a float64 array of n
+    that receives the scores of the last exact check (after convergence: X w + offset at
+    the returned w). Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -513,7 +539,9 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                          f"{SDCA_HOOK_VALUES}")
     cdef int sqnorm_given = sqnorm is not None
     sqnorm = np.empty(n_points) if sqnorm is None else np.array(sqnorm, dtype=np.float64)
-    zbuf = np.empty(n)
+    if scores is not None and np.shape(scores) != (n,):
+        raise ValueError(f"scores must have shape ({n},); got {np.shape(scores)}")
+    zbuf = np.empty(n) if scores is None else scores
     index = np.empty(n, dtype=np.intp)
     cdef double[::1] sqnorm_v = sqnorm, z_v = zbuf
     cdef Py_ssize_t[::1] index_v = index
@@ -540,6 +568,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.sampling = sampling
     opt.seed = seed
     opt.n_threads = n_threads
+    opt.check_start = check_start
     with nogil:
         sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)
