@@ -13,6 +13,7 @@
 Usage::
 
     DUALSOLVE_DATA=... python bench/selection.py [--rounds 3] [--json out.json]
+        [--grids default liblinear] [--no-best-c | --no-path]
 """
 import argparse
 import contextlib
@@ -87,9 +88,11 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--grids", nargs="+", choices=sorted(GRIDS), default=["default"])
     ap.add_argument("--no-best-c", action="store_true", help="skip part 2 (a9a)")
+    ap.add_argument("--no-path", action="store_true", help="skip part 1 (news20)")
     args = ap.parse_args(argv)
     out = []
-    runs = [(grid, loss) for grid in args.grids for loss in ("logistic", "squared_hinge")]
+    runs = [] if args.no_path else [(grid, loss) for grid in args.grids
+                                    for loss in ("logistic", "squared_hinge")]
     for grid, loss in runs:
         r = path_vs_cold(args.rounds, loss, 1e-6, grid)
         out.append(r)
