@@ -12,7 +12,7 @@ The same descriptions drive the command line (``dualsolve solvers``, ``train -s 
 the contract test and the table of ``docs/api.md``.
 """
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -24,6 +24,7 @@ from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Rea
 from ._threads import effective_n_jobs
 from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
                           check_loss_param, check_regularization, check_seed, check_weights)
+from ._warm_path import Along, extrapolated_start
 from .model import Model, make_history
 
 #: losses of regression problems (real targets); the others classify two classes
@@ -99,6 +100,8 @@ class Problem:
     weight: Optional[np.ndarray] = None  # per-row loss weights (solvers with weights=True)
     label: str = ""             # which sub-problem this is, for warnings (" (class c vs rest)")
     from_path: bool = False     # solved by regularization_path (for the warnings' stacklevel)
+    path_start: bool = False    # warm_start was extrapolated along lam (dualsolve._warm_path):
+                                # SDCA skips its exact check and keeps the training margins
     n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
     stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
                                 # this solve runs beside others (one-vs-rest in threads)
@@ -170,6 +173,9 @@ def fit(solver, args):
     """Run ``solver`` on the arguments of its ``train_*`` call (``locals()``); more than
     two classes go one-vs-rest (``dualsolve.multiclass``)."""
     p, options = prepare(solver, args)
+    if isinstance(p.warm_start, Along):     # the scikit-learn estimators' warm path
+        p = replace(p, warm_start=extrapolated_start(p.warm_start.models, p.lam, p, solver),
+                    path_start=True)
     return solve(solver, p, options)
 
 

@@ -11,11 +11,13 @@ solver as its ``C`` (``lam = 1/(C n)``, mapped in one place, ``dualsolve._valida
 ``n_features_in_``, ``n_iter_`` (epochs), ``model_`` (the :class:`dualsolve.Model`),
 ``history_``, ``stop_reason_``, ``duality_gap_`` (the last certified gap, NaN for a solver
 without one), and ``classes_`` for a classifier. ``warm_start=True`` starts the next ``fit``
-from the previous model (its dual variables for a dual solver), and a fresh estimator (a
-clone, as ``GridSearchCV`` makes one per candidate and fold) from the last model fitted on
-the same data with the same parameters but ``C``/``lam``, ``tol``, ``max_iter`` and the
-like (the last ``_WARM_SIZE`` fits, at most ``_WARM_BYTES`` of arrays, are kept by a
-fingerprint of the data): a grid over ``C`` then runs as a warm path in every fold.
+from the previous models (their dual variables for a dual solver; for SDCA extrapolated
+along lam from the last three, as ``regularization_path`` does), and a fresh estimator (a
+clone, as ``GridSearchCV`` makes one per candidate and fold) from the last models fitted
+on the same data with the same parameters but ``C``/``lam``, ``tol``, ``max_iter`` and
+the like (the last three models of the last ``_WARM_SIZE`` data and parameter sets, at
+most ``_WARM_BYTES`` of arrays, are kept by a fingerprint of the data): a grid over ``C``
+then runs as a warm path in every fold.
 """
 import collections
 import hashlib
@@ -38,6 +40,7 @@ except ImportError as exc:                  # scikit-learn is an optional extra
 
 import dualsolve
 from ._driver import solvers
+from ._warm_path import Along
 
 #: the solver families whose models are linear in x (coef_ of n_features)
 LINEAR_FAMILIES = ("sdca", "adfsdca", "primal_dual", "newton", "linear")
@@ -48,10 +51,11 @@ def linear_solvers():
     return sorted(n for n, s in solvers().items() if s.family in LINEAR_FAMILIES)
 
 
-#: warm_start=True across clones: the last models fitted, by a fingerprint of the data and
-#: of every parameter but the ones a warm start may change (GridSearchCV clones the
-#: estimator for every candidate and fold, so a clone finds the model its fold's previous
-#: candidate left). A start changes the path to the certificate, never the answer.
+#: warm_start=True across clones: the last (up to three) models fitted, by a fingerprint of
+#: the data and of every parameter but the ones a warm start may change (GridSearchCV
+#: clones the estimator for every candidate and fold, so a clone finds the models its
+#: fold's previous candidates left). A start changes the path to the certificate, never
+#: the answer.
 _WARM_MODELS = collections.OrderedDict()
 _WARM_SIZE = 8
 _WARM_BYTES = 512 * 2**20          # and at most this much of their arrays (the newest stays)
@@ -142,24 +146,27 @@ class _SolverEstimator(BaseEstimator):
             if not s.weights:
                 raise ValueError(f"solver {self.solver!r} takes no sample_weight")
             kw["sample_weight"] = sample_weight
-        key = None
+        key, before = None, ()
         if self.warm_start:
             key = _fingerprint(self, X, y, sample_weight)
-            # the previous fit's model when it was on these data with these parameters,
-            # else the last one a clone left for them (other data: a cold start)
-            start = self.model_ if getattr(self, "warm_key_", None) == key else None
-            if start is None:
-                with _WARM_LOCK:
-                    start = _WARM_MODELS.get(key)
-            if start is not None:
-                kw["warm_start"] = start
+            # the models fitted before on these data with these parameters (by this
+            # estimator or its clones; other data: a cold start), extrapolated along lam
+            # from the last three (dualsolve._warm_path)
+            with _WARM_LOCK:
+                before = _WARM_MODELS.get(key, ())
+            if getattr(self, "warm_key_", None) == key and all(m is not self.model_
+                                                               for m in before):
+                before = before + (self.model_,)
+            if before:
+                kw["warm_start"] = Along(before)
         model = train(X, y, **kw)
         if key is not None:
             with _WARM_LOCK:
-                _WARM_MODELS[key] = model
+                _WARM_MODELS[key] = (before + (model,))[-3:]
                 _WARM_MODELS.move_to_end(key)
                 while len(_WARM_MODELS) > 1 and (len(_WARM_MODELS) > _WARM_SIZE or sum(
-                        _nbytes(m) for m in _WARM_MODELS.values()) > _WARM_BYTES):
+                        _nbytes(m) for ms in _WARM_MODELS.values() for m in ms)
+                        > _WARM_BYTES):
                     _WARM_MODELS.popitem(last=False)
         self._set_fitted(model)
         self.warm_key_ = key

@@ -74,7 +74,7 @@ def test_squared_hinge_start_extrapolates_alpha_on_separable_rows():
     closer than the dual read off the extrapolated primal (measured: relative gap 1e-2
     against 1e1 and more)."""
     from dualsolve._core import losses
-    from dualsolve.selection import _alpha_settles, _extrapolated
+    from dualsolve._warm_path import _alpha_settles, extrapolated_start
     rng = np.random.default_rng(0)
     X = sp.random(150, 1500, density=0.02, random_state=1, format="csr")
     y = np.where(rng.random(150) < 0.5, -1.0, 1.0)
@@ -85,7 +85,7 @@ def test_squared_hinge_start_extrapolates_alpha_on_separable_rows():
     args = inspect.signature(ds.train_sdca).bind(X, y, C=32.0, loss="squared_hinge")
     args.apply_defaults()
     p = prepare(solver, dict(args.arguments))[0]
-    start = _extrapolated(models, p.lam, p, solver)
+    start = extrapolated_start(models, p.lam, p, solver)
     z = 2 * (X @ models[-1].coef) - X @ models[-2].coef
     from_primal = np.clip(-losses.derivative("squared_hinge", z, y, 0.5),
                           *losses.dual_bounds("squared_hinge", y, 0.5))

@@ -184,16 +184,16 @@ def _engine(p, o, mon):
     w = np.zeros(p.d + (1 if o["fit_intercept"] else 0))
     mon.set_coef(w)
     check = 0 if o["check_every"] == "auto" else o["check_every"]
-    # along regularization_path: no exact check of the (never optimal) start, and the
-    # training rows' scores x_i.w + b kept as extra["margins"] (the primal-dual family's
-    # name for them) for the next start (selection._extrapolated)
-    scores = np.empty(p.n) if p.from_path else None
+    # a start extrapolated along lam (regularization_path, the estimators' warm path): no
+    # exact check of it (it is never optimal), and the training rows' scores x_i.w + b kept
+    # as extra["margins"] (the primal-dual family's name) for the next start
+    scores = np.empty(p.n) if p.path_start else None
     status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
-        check_start=not p.from_path)
-    extra = {"margins": scores} if p.from_path and status == CONVERGED else {}
+        check_start=not p.path_start)
+    extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=dict(p0=p0), extra=extra)

@@ -1,0 +1,110 @@
+"""Warm starts along a path of lam: the start of a solve at a new lam from solutions at
+neighbouring ones. ``regularization_path`` uses it for every solve after the first, and
+so do the scikit-learn estimators with ``warm_start=True`` (GridSearchCV over C), through
+:class:`Along`: a warm start given as the models solved before, which the driver turns
+into this start once the problem is validated."""
+import numpy as np
+import scipy.sparse as sp
+
+from ._core import losses as _losses
+
+
+class Along:
+    """A warm start read off the last (up to three) models solved on the same data at
+    other values of lam (``extrapolated_start``): the driver replaces it by the start and
+    marks the solve as a path's (its start is not checked, its margins are kept)."""
+
+    def __init__(self, models):
+        self.models = tuple(models)[-3:]
+
+
+def extrapolated_start(done, lam, p, solver):
+    """SDCA's warm start for the next lam from the last two or three solutions, along log
+    lam. Which quantity moves smoothly depends on the loss's dual domain:
+
+    * bounded (logistic, hinge, ...): ``a_i`` stays O(1) as C grows. For a smooth loss the
+      primal is extrapolated and the dual read off it, ``a = -c phi'(X w)``
+      (``_dual_of_best_primal``); otherwise ``a`` is extrapolated linearly.
+    * unbounded (squared hinge, squared, ...): ``a_i = -phi'(x_i.w)`` shrinks like 1/C on
+      rows the solution nearly fits, and reading it off an extrapolated primal multiplies
+      the primal's error by C. Here liblinear's dual ``alpha = a / (lam n)`` (``w = X^T
+      alpha / n``) settles, and is extrapolated: ``w`` moves with it (it is linear in
+      ``alpha``), so the start is consistent in both.
+
+    Measured (news20, C = 2^-3 .. 2^6, each solve to tol 1e-6; relative gap of the start
+    at C = 64, then the path's epochs): squared hinge, ``alpha`` 5e-3 against 2e3 from the
+    primal, 275 epochs against 315; logistic, the primal's start is at 4e-3 against
+    ``alpha``'s 4e-5, yet SDCA certifies it in 36 epochs against 62 (its error lies where a
+    dual epoch removes it fast). The result is put back into the loss's dual domain. Other
+    solvers, one-vs-rest, and a single model give the last model."""
+    last = list(done[-3:])
+    if (len(last) < 2 or solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last)
+            or last[-1].params.get("multi_class", "ovr") != "ovr"):
+        return done[-1]
+    s = np.log([m.params["lam"] for m in last])
+    if np.unique(s).size < s.size:
+        return done[-1]
+    lo, hi = _losses.dual_bounds(p.loss, p.y, p.loss_param)
+    if p.weight is not None:
+        lo, hi = lo * p.weight, hi * p.weight
+    if p.loss not in _losses.SMOOTH_LOSSES:
+        c = _lagrange(s[-2:], np.log(lam))
+        a = c[0] * last[-2].dual + c[1] * last[-1].dual
+    elif np.all(np.isfinite(lo) & np.isfinite(hi)) or not _alpha_settles(last):
+        a = _dual_of_best_primal(last, s, lam, p)
+    else:
+        c = _lagrange(s, np.log(lam))
+        a = sum(ck * (lam / m.params["lam"]) * m.dual for ck, m in zip(c, last))
+    return np.clip(a, lo, hi)
+
+
+def _alpha_settles(models):
+    """Whether liblinear's ``alpha = a / lam`` changed less than ``a`` over the last step
+    (relative to their size): true where the rows are nearly fitted (news20, squared hinge:
+    0.26 against 0.67 at C = 32), false where the solution settles with its margin
+    violations (heart_scale, a9a: ``a`` changes by 1e-3, ``alpha`` by a half per factor 2
+    of C, and the primal's start is the one that pays)."""
+    (a0, l0), (a1, l1) = [(m.dual, m.params["lam"]) for m in models[-2:]]
+    size = max(np.linalg.norm(a1), np.finfo(float).tiny)
+    return (np.linalg.norm(a1 / l1 - a0 / l0) * l1 / size
+            < np.linalg.norm(a1 - a0) / size)
+
+
+def _lagrange(s, t):
+    """Weights c with sum_k c_k f(s_k) = the polynomial through (s_k, f(s_k)) at t."""
+    return np.array([np.prod([(t - sj) / (sk - sj) for j, sj in enumerate(s) if j != k])
+                     for k, sk in enumerate(s)])
+
+
+def _dual_of_best_primal(models, s, lam, p):
+    """``-c phi'(z)`` at the extrapolated primal of least objective at ``lam``. The
+    candidates are the polynomials in log lam through the last one, two and three solutions
+    (constant, linear, quadratic). Both terms of the objective come without a pass over X:
+    the scores are the same combination of the solutions' training scores
+    (``extra["margins"]``, kept by the path's solves), the norm a combination of their
+    inner products. The quadratic is the better start from C = 2 on (news20 logistic: a
+    relative gap of 1e-3 against 1.6e-2) until the solves' own error, amplified by its
+    weights (3, -3, 1), makes it worse (C = 64: 1.5e-2 against 1e-2), which the objective
+    sees."""
+    X = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape, copy=False)
+    margins = []
+    for m in models:                 # a solve that did not keep them: one pass each
+        if m.extra.get("margins") is None:
+            m.extra["margins"] = X @ m.coef + m.intercept
+        margins.append(m.extra["margins"])
+    # inner products of the penalised weights (a penalised intercept is w_d = b / scaling)
+    scale = [m.params.get("intercept_scaling", 1.0) if m.params.get("fit_intercept") and
+             m.params.get("penalize_intercept", True) else np.inf for m in models]
+    gram = np.array([[mj.coef @ mk.coef + (mj.intercept / sj) * (mk.intercept / sk)
+                      for mk, sk in zip(models, scale)] for mj, sj in zip(models, scale)])
+    weight = 1.0 if p.weight is None else p.weight
+    best, best_z = np.inf, None
+    for order in range(1, len(models) + 1):
+        c = np.zeros(len(models))
+        c[-order:] = _lagrange(s[-order:], np.log(lam))
+        z = sum(ck * zk for ck, zk in zip(c, margins) if ck != 0.0)
+        primal = (np.mean(weight * _losses.value(p.loss, z, p.y, p.loss_param))
+                  + 0.5 * lam * (c @ gram @ c))
+        if primal < best:
+            best, best_z = primal, z
+    return -weight * _losses.derivative(p.loss, best_z, p.y, p.loss_param)
