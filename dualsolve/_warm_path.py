@@ -38,7 +38,8 @@ def extrapolated_start(done, lam, p, solver):
     dual epoch removes it fast). The result is put back into the loss's dual domain. Other
     solvers, one-vs-rest, and a single model give the last model."""
     last = list(done[-3:])
-    if (len(last) < 2 or solver.name != "sdca" or p.codes is not None or any(m.dual is None for m in last)
+    if (len(last) < 2 or solver.name != "sdca" or p.codes is not None
+            or any(m.dual is None for m in last)
             or last[-1].params.get("multi_class", "ovr") != "ovr"):
         return done[-1]
     s = np.log([m.params["lam"] for m in last])
