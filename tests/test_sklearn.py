@@ -185,6 +185,11 @@ def test_grid_search_with_warm_start_runs_a_warm_path_per_fold(a9a):
             dualsolve_sklearn._SolverEstimator._set_fitted = original
         epochs[warm] = sum(seen)
         scores[warm] = grid.cv_results_["mean_test_score"]
+    # one entry per fold, each with the fold's last three models (the next start is
+    # extrapolated along lam from them, dualsolve._warm_path)
+    kept = list(dualsolve_sklearn._WARM_MODELS.values())
+    assert len(kept) == 3
+    assert all([m.params["C"] for m in models] == [4.0, 16.0, 64.0] for models in kept)
     assert epochs[True] < 0.7 * epochs[False], epochs
     np.testing.assert_allclose(scores[True], scores[False], atol=2e-3)
 
