@@ -33,7 +33,7 @@ import datasets  # noqa: E402
 CS = (2.0 ** np.arange(-3, 7)).tolist()
 
 
-def search(X, y, loss, warm, scaler=True, memory=False):
+def search(X, y, loss, warm, scaler=True, memory=False, solver="sdca"):
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
@@ -43,7 +43,8 @@ def search(X, y, loss, warm, scaler=True, memory=False):
     with tempfile.TemporaryDirectory() as cache:
         # memory: the Pipeline caches each fold's fitted scaler (scikit-learn's way to fit
         # a transformer once per fold, not once per candidate); a fresh cache every search
-        pipe = make_pipeline(*steps, dsk.LinearClassifier(loss=loss, warm_start=warm),
+        pipe = make_pipeline(*steps, dsk.LinearClassifier(loss=loss, warm_start=warm,
+                                                          solver=solver),
                              memory=cache if memory else None)
         grid = GridSearchCV(pipe, {"linearclassifier__C": CS}, cv=5, refit=False)
         t0 = time.perf_counter()
@@ -60,6 +61,7 @@ def main(argv=None):
     ap.add_argument("--memory", action="store_true",
                     help="Pipeline(memory=...): the scaler fitted once per fold")
     ap.add_argument("--losses", nargs="+", default=["logistic", "squared_hinge"])
+    ap.add_argument("--solver", default="sdca", help="LinearClassifier's solver")
     args = ap.parse_args(argv)
     X, y = datasets.load("news20", split="train")
     out = []
@@ -68,13 +70,14 @@ def main(argv=None):
         grids = {}
         for _ in range(args.rounds):
             for warm in (False, True):
-                t, grids[warm] = search(X, y, loss, warm, not args.no_scaler, args.memory)
+                t, grids[warm] = search(X, y, loss, warm, not args.no_scaler, args.memory,
+                                        args.solver)
                 seconds[warm].append(t)
         ratios = [w / c for c, w in zip(seconds[False], seconds[True])]
         best = {w: grids[w].best_params_["linearclassifier__C"] for w in grids}
         acc = {w: grids[w].cv_results_["mean_test_score"].tolist() for w in grids}
         r = dict(data="news20 (train)", loss=loss, Cs=CS, scaler=not args.no_scaler,
-                 memory=args.memory, cold_seconds=seconds[False],
+                 memory=args.memory, solver=args.solver, cold_seconds=seconds[False],
                  warm_seconds=seconds[True], ratio_median=float(np.median(ratios)),
                  ratio_range=[min(ratios), max(ratios)], best_C_cold=best[False],
                  best_C_warm=best[True], accuracy_cold=acc[False], accuracy_warm=acc[True])
