@@ -94,6 +94,28 @@ def test_squared_hinge_start_extrapolates_alpha_on_separable_rows():
     assert ours < 0.1 * primal, (ours, primal)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_train_linear_path_takes_the_extrapolated_start(heart, loss):
+    """train_linear's SDCA starts from the path's extrapolation (a dual array, not the last
+    model) and every solve reaches the cold certified optimum."""
+    from dualsolve._warm_path import extrapolated_start
+    X, y = heart
+    lams = np.geomspace(1.0, 1e-2, 5) / X.shape[0]
+    path = regularization_path(ds.train_linear, X, y, lams=lams, loss=loss, tol=1e-10,
+                               max_epochs=100000)
+    for lam, m in zip(lams, path):
+        cold = ds.train_linear(X, y, lam=lam, loss=loss, tol=1e-10, max_epochs=100000)
+        assert m.converged and cold.converged
+        assert abs(m.history["primal"][-1] - cold.history["primal"][-1]) <= 2e-10 * abs(
+            cold.history["primal"][-1])
+    solver = solvers()["linear"]
+    args = inspect.signature(ds.train_linear).bind(X, y, lam=lams[-1], loss=loss)
+    args.apply_defaults()
+    p = prepare(solver, dict(args.arguments))[0]
+    start = extrapolated_start(path[:-1], p.lam, p, solver)
+    assert isinstance(start, np.ndarray) and start.shape == (X.shape[0],)
+
+
 def test_path_works_for_a_primal_dual_solver(heart):
     X, y = heart
     lams = np.array([1.0, 0.1]) / X.shape[0]
