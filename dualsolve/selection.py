@@ -73,9 +73,10 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
     warm-started from the previous model and certified by the solver's own criterion at
     ``tol``. Returns the models in the order of the grid. ``params`` are passed to every
     call (``loss``, ``tol``, ...); ``lam``, ``C`` and ``warm_start`` are set by the path.
-    ``train_sdca``'s solves start from the last solutions extrapolated along log lam
-    (``dualsolve._warm_path``), keep the training scores ``x_i.w + b`` in ``extra["margins"]`` for
-    that, and skip the exact check of their start (it is never optimal).
+    ``train_sdca``'s (and ``train_linear``'s SDCA) solves start from the last solutions
+    extrapolated along log lam (``dualsolve._warm_path``), keep the training scores ``x_i.w
+    + b`` in ``extra["margins"]`` for that, and skip the exact check of their start (it is
+    never optimal).
     """
     train, solver = _solver_of(trainer)
     for key in ("lam", "C", "warm_start"):
