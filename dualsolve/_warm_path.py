@@ -4,7 +4,6 @@ so do the scikit-learn estimators with ``warm_start=True`` (GridSearchCV over C)
 :class:`Along`: a warm start given as the models solved before, which the driver turns
 into this start once the problem is validated."""
 import numpy as np
-import scipy.sparse as sp
 
 from ._core import losses as _losses
 
@@ -91,17 +90,19 @@ def _dual_of_best_primal(models, s, lam, p):
     relative gap of 1e-3 against 1.6e-2) until the solves' own error, amplified by its
     weights (3, -3, 1), makes it worse (C = 64: 1.5e-2 against 1e-2), which the objective
     sees."""
-    X = sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=p.X.shape, copy=False)
     margins = []
     for m in models:                 # a solve that did not keep them: one pass each
         if m.extra.get("margins") is None:
-            m.extra["margins"] = X @ m.coef + m.intercept
+            m.extra["margins"] = np.asarray(p.X.source @ m.coef, dtype=np.float64) + m.intercept
         margins.append(m.extra["margins"])
-    # inner products of the penalised weights (a penalised intercept is w_d = b / scaling)
-    scale = [m.params.get("intercept_scaling", 1.0) if m.params.get("fit_intercept") and
-             m.params.get("penalize_intercept", True) else np.inf for m in models]
-    gram = np.array([[mj.coef @ mk.coef + (mj.intercept / sj) * (mk.intercept / sk)
-                      for mk, sk in zip(models, scale)] for mj, sj in zip(models, scale)])
+    # inner products of the penalised weights (a penalised intercept is w_d = b / scaling),
+    # each pair once
+    bias = [m.intercept / m.params.get("intercept_scaling", 1.0)
+            if m.params.get("fit_intercept") and m.params.get("penalize_intercept", True)
+            else 0.0 for m in models]
+    gram = np.empty((len(models), len(models)))
+    for j, k in zip(*np.triu_indices(len(models))):
+        gram[j, k] = gram[k, j] = models[j].coef @ models[k].coef + bias[j] * bias[k]
     weight = 1.0 if p.weight is None else p.weight
     best, best_z = np.inf, None
     for order in range(1, len(models) + 1):
