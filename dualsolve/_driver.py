@@ -102,6 +102,7 @@ class Problem:
     from_path: bool = False     # solved by regularization_path (for the warnings' stacklevel)
     path_start: bool = False    # warm_start was extrapolated along lam (dualsolve._warm_path):
                                 # SDCA skips its exact check and keeps the training margins
+    start_rule: str = ""        # which extrapolation gave it (kept in the model's params)
     n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
     stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
                                 # this solve runs beside others (one-vs-rest in threads)
@@ -174,8 +175,8 @@ def fit(solver, args):
     two classes go one-vs-rest (``dualsolve.multiclass``)."""
     p, options = prepare(solver, args)
     if isinstance(p.warm_start, Along):     # the scikit-learn estimators' warm path
-        p = replace(p, warm_start=extrapolated_start(p.warm_start.models, p.lam, p, solver),
-                    path_start=True)
+        start, rule = extrapolated_start(p.warm_start.models, p.lam, p, solver)
+        p = replace(p, warm_start=start, path_start=True, start_rule=rule)
     return solve(solver, p, options)
 
 

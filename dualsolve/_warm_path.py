@@ -8,6 +8,10 @@ import numpy as np
 from ._core import losses as _losses
 
 
+# a solve from the primal's start that takes longer than this moves the path to alpha's
+SLOW_START_EPOCHS = 10
+
+
 class Along:
     """A warm start read off the last (up to three) models solved on the same data at
     other values of lam (``extrapolated_start``): the driver replaces it by the start and
@@ -23,7 +27,9 @@ def extrapolated_start(done, lam, p, solver):
 
     * bounded (logistic, hinge, ...): ``a_i`` stays O(1) as C grows. For a smooth loss the
       primal is extrapolated and the dual read off it, ``a = -c phi'(X w)``
-      (``_dual_of_best_primal``); otherwise ``a`` is extrapolated linearly.
+      (``_dual_of_best_primal``), until a solve from that start proves slow
+      (``_primal_start_slow``): then ``alpha`` as below, where it settles. Otherwise ``a``
+      is extrapolated linearly.
     * unbounded (squared hinge, squared, ...): ``a_i = -phi'(x_i.w)`` shrinks like 1/C on
       rows the solution nearly fits, and reading it off an extrapolated primal multiplies
       the primal's error by C. Here liblinear's dual ``alpha = a / (lam n)`` (``w = X^T
@@ -36,7 +42,10 @@ def extrapolated_start(done, lam, p, solver):
     ``alpha``'s 4e-5, yet SDCA certifies it in 36 epochs against 62 (its error lies where a
     dual epoch removes it fast). The result is put back into the loss's dual domain. For
     ``train_linear`` the start goes to its SDCA (with ``solver="auto"``, Newton goes on from
-    SDCA's w). Other solvers, one-vs-rest, and a single model give the last model."""
+    SDCA's w). Other solvers, one-vs-rest, and a single model give the last model.
+
+    Returns ``(start, rule)``, rule one of "last", "linear", "primal", "alpha" (the solve
+    keeps it in ``params["start_rule"]``, which the next start reads)."""
     last = list(done[-3:])
     # train_linear's SDCA (auto: SDCA first) takes the start; its Newton would not
     dual_start = solver.name == "sdca" or (solver.name == "linear"
@@ -44,22 +53,38 @@ def extrapolated_start(done, lam, p, solver):
     if (len(last) < 2 or not dual_start or p.codes is not None
             or any(m.dual is None for m in last)
             or last[-1].params.get("multi_class", "ovr") != "ovr"):
-        return done[-1]
+        return done[-1], "last"
     s = np.log([m.params["lam"] for m in last])
     if np.unique(s).size < s.size:
-        return done[-1]
+        return done[-1], "last"
     lo, hi = _losses.dual_bounds(p.loss, p.y, p.loss_param)
     if p.weight is not None:
         lo, hi = lo * p.weight, hi * p.weight
     if p.loss not in _losses.SMOOTH_LOSSES:
         c = _lagrange(s[-2:], np.log(lam))
         a = c[0] * last[-2].dual + c[1] * last[-1].dual
-    elif np.all(np.isfinite(lo) & np.isfinite(hi)) or not _alpha_settles(last):
+        rule = "linear"
+    elif (np.all(np.isfinite(lo) & np.isfinite(hi)) and not _primal_start_slow(last[-1])
+          or not _alpha_settles(last)):
         a = _dual_of_best_primal(last, s, lam, p)
+        rule = "primal"
     else:
         c = _lagrange(s, np.log(lam))
         a = sum(ck * (lam / m.params["lam"]) * m.dual for ck, m in zip(c, last))
-    return np.clip(a, lo, hi)
+        rule = "alpha"
+    return np.clip(a, lo, hi), rule
+
+
+def _primal_start_slow(model):
+    """Whether the path has found the primal's start slow on this data: the last solve
+    started from it and took more than SLOW_START_EPOCHS epochs, or had already left it
+    for ``alpha``'s. On rows of very unequal norms (news20 after ``MaxAbsScaler``: row
+    norms^2 from 1 to 12,682) ``a = -phi'(X w)`` turns the primal's small error into a
+    large one on the long rows (start gaps 0.1 .. 0.8 at C = 4 .. 64), and ``alpha``'s
+    start (gap 2e-5) is certified in a few epochs; on unit rows (news20's TF-IDF) the
+    primal's start is certified in 3-4 epochs and is kept."""
+    rule = model.params.get("start_rule")
+    return rule == "alpha" or (rule == "primal" and model.n_epochs > SLOW_START_EPOCHS)
 
 
 def _alpha_settles(models):

@@ -97,9 +97,10 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
         lam = check_regularization(float(arr[i]) if key == "lam" else None,
                                    float(arr[i]) if key == "C" else None, n_lam,
                                    allow_zero=solver.lam_zero)
-        start = extrapolated_start(done[-3:], lam, p, solver) if done else None
+        start, rule = extrapolated_start(done[-3:], lam, p, solver) if done else (None, "")
         done.append(solve(solver, dataclasses.replace(p, lam=lam, warm_start=start,
-                                                      from_path=True, path_start=True),
+                                                      from_path=True, path_start=True,
+                                                      start_rule=rule),
                           options))
         models[i] = done[-1]
     return models

@@ -85,13 +85,39 @@ def test_squared_hinge_start_extrapolates_alpha_on_separable_rows():
     args = inspect.signature(ds.train_sdca).bind(X, y, C=32.0, loss="squared_hinge")
     args.apply_defaults()
     p = prepare(solver, dict(args.arguments))[0]
-    start = extrapolated_start(models, p.lam, p, solver)
+    start, rule = extrapolated_start(models, p.lam, p, solver)
+    assert rule == "alpha"
     z = 2 * (X @ models[-1].coef) - X @ models[-2].coef
     from_primal = np.clip(-losses.derivative("squared_hinge", z, y, 0.5),
                           *losses.dual_bounds("squared_hinge", y, 0.5))
     ours, primal = _start_gap(X, y, 32.0, start, "squared_hinge"), \
         _start_gap(X, y, 32.0, from_primal, "squared_hinge")
     assert ours < 0.1 * primal, (ours, primal)
+
+
+def test_logistic_path_leaves_the_primal_start_once_it_is_slow(monkeypatch):
+    """Logistic (a bounded dual) starts from the extrapolated primal; a solve from it that
+    takes more than SLOW_START_EPOCHS epochs moves the rest of the path to alpha's start
+    (where alpha settles), recorded in each model's params["start_rule"]. Whichever start,
+    every solve reaches the cold certified optimum."""
+    import dualsolve._warm_path as warm_path
+    rng = np.random.default_rng(0)
+    X = sp.random(150, 1500, density=0.02, random_state=1, format="csr")
+    y = np.where(rng.random(150) < 0.5, -1.0, 1.0)
+    Cs = 2.0 ** np.arange(0, 6)
+    models = regularization_path(ds.train_sdca, X, y, Cs=Cs, loss="logistic", tol=1e-9)
+    rules = [m.params.get("start_rule") for m in models]
+    assert rules[0] is None and rules[1] == "last"
+    assert all(r == "primal" for r in rules[2:]), rules     # short solves: the primal's start
+    monkeypatch.setattr(warm_path, "SLOW_START_EPOCHS", 0)   # every solve counts as slow
+    models = regularization_path(ds.train_sdca, X, y, Cs=Cs, loss="logistic", tol=1e-9)
+    rules = [m.params.get("start_rule") for m in models]
+    assert rules[2] == "primal" and all(r == "alpha" for r in rules[3:]), rules
+    for C, m in zip(Cs, models):
+        cold = ds.train_sdca(X, y, C=C, loss="logistic", tol=1e-9)
+        assert m.converged and cold.converged
+        assert abs(m.history["primal"][-1] - cold.history["primal"][-1]) <= 2e-9 * abs(
+            cold.history["primal"][-1])
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
@@ -112,8 +138,9 @@ def test_train_linear_path_takes_the_extrapolated_start(heart, loss):
     args = inspect.signature(ds.train_linear).bind(X, y, lam=lams[-1], loss=loss)
     args.apply_defaults()
     p = prepare(solver, dict(args.arguments))[0]
-    start = extrapolated_start(path[:-1], p.lam, p, solver)
+    start, rule = extrapolated_start(path[:-1], p.lam, p, solver)
     assert isinstance(start, np.ndarray) and start.shape == (X.shape[0],)
+    assert rule in ("primal", "alpha")
 
 
 def test_path_works_for_a_primal_dual_solver(heart):

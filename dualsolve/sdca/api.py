@@ -194,9 +194,10 @@ def _engine(p, o, mon):
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
         check_start=not p.path_start)
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
+    info = dict(p0=p0, start_rule=p.start_rule) if p.start_rule else dict(p0=p0)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
-                  info=dict(p0=p0), extra=extra)
+                  info=info, extra=extra)
 
 
 def _free_intercept_engine(p, o, mon):
