@@ -337,12 +337,6 @@ def check_choice(v, name, choices):
     return v
 
 
-def warn_not_converged(solver, n_epochs, gap, tol_abs):
-    warnings.warn(f"{solver} stopped after max_epochs={n_epochs} with duality gap {gap:.3e} "
-                  f"> tol * P(0) = {tol_abs:.3e}; increase max_epochs or tol",
-                  ConvergenceWarning, stacklevel=3)
-
-
 def check_loss_param(loss, smoothing=None, epsilon=None):
     """The loss table's ``(loss, param)`` for a known loss name and its keyword parameter:
     ``smoothing`` (smoothed hinge only) or ``epsilon`` (the epsilon-insensitive losses only),
