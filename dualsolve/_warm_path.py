@@ -64,14 +64,14 @@ def extrapolated_start(done, lam, p, solver):
         c = _lagrange(s[-2:], np.log(lam))
         a = c[0] * last[-2].dual + c[1] * last[-1].dual
         rule = "linear"
-    elif (np.all(np.isfinite(lo) & np.isfinite(hi)) and not _primal_start_slow(last[-1])
-          or not _alpha_settles(last)):
-        a = _dual_of_best_primal(last, s, lam, p)
-        rule = "primal"
-    else:
+    elif _alpha_settles(last) and (not np.all(np.isfinite(lo) & np.isfinite(hi))
+                                   or _primal_start_slow(last[-1])):
         c = _lagrange(s, np.log(lam))
         a = sum(ck * (lam / m.params["lam"]) * m.dual for ck, m in zip(c, last))
         rule = "alpha"
+    else:
+        a = _dual_of_best_primal(last, s, lam, p)
+        rule = "primal"
     return np.clip(a, lo, hi), rule
 
 
