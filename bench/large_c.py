@@ -598,7 +598,7 @@ def _ll_grid_rates(text):
             re.findall(r"log2c=\s*(-?[\d.]+)\s+rate=([\d.]+)", text)]
 
 
-def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
+def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), verbose=True):
     """Item 3: a 10-point C path on news20 (all rows) against liblinear's ``-C``.
 
     What each side covers (and what is timed):
@@ -617,6 +617,13 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
       criterion, not certified), best = the best CV accuracy (ties: the smallest C).  It
       never looks above C = 2^10.  Its feature_node copy of X is built outside the timer.
 
+    * liblinear's ``-C`` algorithm over **our** grid and folds (``peers.liblinear_grid_cv``:
+      each fold's solve warm-started from its previous C through ``init_sol``, at the
+      default ``-e 0.01`` in the timed rounds, and once, untimed against ours, at each
+      ``ll_grid_eps`` to see which ``-e`` gives ours' accuracies).  Accuracy pooled over
+      the folds (correct / n), as liblinear scores; ours is pooled the same way for this
+      comparison (ties: the smallest C, both).
+
     So liblinear's -C is a cheaper, coarser job (uncertified solves, a C range that
     stops at 2^10).  Same best C means: liblinear's best C is nearest, in log2, to our
     best grid point (both grids are 1-D, so this is the test the grids allow)."""
@@ -634,10 +641,14 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
     X, y = datasets.load("news20")
     s = LL_SOLVERS[loss][0]
     prob, _ = peers._ll_prep.get(X, y)
+    from dualsolve.selection import _folds   # cross_validate's own split (seed 0)
+    fold = _folds(y, n_folds, 0, stratified=True)
+    fold_size = np.bincount(fold, minlength=n_folds)
     out = dict(data="news20", loss=loss, tol=tol, trainer=tname, Cs=PATH_CS.tolist(),
-               n_folds=n_folds, path_s=[], cv_s=[], ll_s=[], ll_best_C=[], ours_best_C=[])
+               n_folds=n_folds, path_s=[], cv_s=[], ll_s=[], ll_best_C=[], ours_best_C=[],
+               llgrid_s=[], llgrid_best_C=[], ours_pooled_best_C=[])
     for r in range(rounds):
-        order = ("ours", "ll") if r % 2 == 0 else ("ll", "ours")
+        order = ("ours", "ll", "llgrid") if r % 2 == 0 else ("llgrid", "ll", "ours")
         for who in order:
             if who == "ours":
                 with _single_thread():
@@ -650,6 +661,9 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
                                                loss=loss, tol=tol, **extra)
                     out["cv_s"].append(time.perf_counter() - t0)
                 mean = np.asarray(scores).mean(axis=1)
+                pooled = np.asarray(scores) @ fold_size / fold_size.sum()
+                out["ours_pooled_accuracy"] = pooled.tolist()
+                out["ours_pooled_best_C"].append(float(PATH_CS[int(np.argmax(pooled))]))
                 out["budget_stops"] = stops["budget"]   # solves of this round cut by budget
                 stops["budget"] = 0
                 out["ours_best_C"].append(float(PATH_CS[int(np.argmax(mean))]))
@@ -662,6 +676,14 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
                        f" {n_folds}-fold CV over it {out['cv_s'][-1]:.1f} s, best C "
                        f"2^{np.log2(out['ours_best_C'][-1]):.2f} (accuracy "
                        f"{100 * mean.max():.2f}%)")
+            elif who == "llgrid":
+                acc, dt = peers.liblinear_grid_cv(X, y, PATH_CS, fold, solver=s)
+                out["llgrid_s"].append(dt)
+                out["llgrid_accuracy"] = acc.tolist()
+                out["llgrid_best_C"].append(float(PATH_CS[int(np.argmax(acc))]))
+                msg = (f"liblinear's -C algorithm over our grid and folds (-s {s}, -e 0.01): "
+                       f"{dt:.1f} s, best C 2^{np.log2(out['llgrid_best_C'][-1]):.2f} "
+                       f"(accuracy {100 * acc.max():.3f}%)")
             else:
                 opts = f"-C -s {s} -c {float(PATH_CS[0])!r} -B -1"
                 best, text, dt = peers._ll_train(prob, opts)
@@ -674,6 +696,18 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, verbose=True):
                        f"{100 * best[2]:.2f}%)" if out["ll_grid"] else f"{dt:.1f} s")
             if verbose:
                 print(f"  round {r + 1} {who}: {msg}", flush=True)
+    out["llgrid_tight"] = []
+    for eps in ll_grid_eps:
+        acc, dt = peers.liblinear_grid_cv(X, y, PATH_CS, fold, solver=s, eps=eps)
+        out["llgrid_tight"].append(dict(eps=eps, seconds=dt, accuracy=acc.tolist(),
+                                        best_C=float(PATH_CS[int(np.argmax(acc))])))
+        if verbose:
+            print(f"  liblinear's -C algorithm over our grid at -e {eps:g}: {dt:.1f} s, "
+                  f"accuracy % {np.round(100 * acc, 3).tolist()} (ours pooled "
+                  f"{np.round(100 * np.asarray(out['ours_pooled_accuracy']), 3).tolist()})",
+                  flush=True)
+    out["same_best_C_over_grid"] = [a == b for a, b in zip(out["llgrid_best_C"],
+                                                            out["ours_pooled_best_C"])]
     lc = np.log2(PATH_CS)
     nearest = [int(np.argmin(np.abs(lc - np.log2(b)))) for b in out["ll_best_C"]]
     out["same_best_C"] = [bool(PATH_CS[i] == o) for i, o in zip(nearest, out["ours_best_C"])]
@@ -702,6 +736,9 @@ def main(argv=None):
     ap.add_argument("--path", action="store_true", help="item 3 (C path) only")
     ap.add_argument("--path-tol", type=float, default=1e-6,
                     help="tol of our solves on the C path (default 1e-6)")
+    ap.add_argument("--path-ll-eps", nargs="*", type=float, default=[],
+                    help="with --path: also run liblinear's -C algorithm over our grid once "
+                         "at each of these -e (untimed against ours; accuracies compared)")
     ap.add_argument("--pstar", choices=("liblinear", "dual"), default="liblinear",
                     help="P* when not cached: liblinear at -e 1e-12 (default; a dual point "
                          "of ours is added when that is loose) or the dual point alone, "
@@ -715,7 +752,8 @@ def main(argv=None):
     if args.path:
         out = []
         for loss in args.loss:
-            r = path_vs_liblinear(args.rounds, loss, args.path_tol, args.budget)
+            r = path_vs_liblinear(args.rounds, loss, args.path_tol, args.budget,
+                                  ll_grid_eps=args.path_ll_eps)
             out.append(r)
             cv = [a + b for a, b in zip(r["path_s"], r["cv_s"])]
             print(f"news20 {loss}, ours ({r['trainer']}, tol {args.path_tol:g}, 10 C in "
@@ -725,7 +763,10 @@ def main(argv=None):
                   f"{LL_SOLVERS[loss][0]} (2^-5..2^10, -e 0.01) "
                   f"{_fmt_range(_stats(r['ll_s']), 1)} s, best C "
                   f"{', '.join(f'{c:g}' for c in r['ll_best_C'])} | same best C: "
-                  f"{r['same_best_C']}", flush=True)
+                  f"{r['same_best_C']} | liblinear's -C algorithm over our grid and folds "
+                  f"(-e 0.01) {_fmt_range(_stats(r['llgrid_s']), 1)} s, best C "
+                  f"{', '.join(f'{c:g}' for c in r['llgrid_best_C'])}, ours pooled "
+                  f"{', '.join(f'{c:g}' for c in r['ours_pooled_best_C'])}", flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)
