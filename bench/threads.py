@@ -8,10 +8,14 @@
    (two threads for the exact checks; the passes stay serial).
 3. What a second core can give the memory traffic of a pass on this machine: streaming
    reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released.
+4. ``--vs-liblinear`` (issue 17's item 1; ``threads_liblinear.py``): ``train_sdca(n_jobs=2)``
+   against liblinear-official's dual solver on one thread and liblinear-multicore's
+   solvers with ``-m 2``, time to the same suboptimality, news20 binary and IMDB.
 
 Usage::
 
     DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--json out.json]
+    DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
 """
 import argparse
 import json
@@ -93,7 +97,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--vs-liblinear", action="store_true",
+                    help="item 1: n_jobs=2 against liblinear and liblinear-multicore")
+    ap.add_argument("--data", nargs="*", default=["news20", "imdb"])
+    ap.add_argument("--multicore", default=os.environ.get("LIBLINEAR_MULTICORE"),
+                    help="directory holding liblinear-multicore (pip install --target DIR "
+                         "liblinear-multicore); default $LIBLINEAR_MULTICORE")
     args = ap.parse_args(argv)
+    if args.vs_liblinear:
+        import threads_liblinear
+        threads_liblinear.main(args.data, args.rounds, args.multicore, args.json)
+        return
     out = []
     for name, loss, tol in RUNS:
         r = speedup(name, loss, tol, args.rounds)
