@@ -176,10 +176,12 @@ def test_cross_validate_over_a_path_and_regression():
     X = sp.csr_matrix(X[:600])
     y = y[:600]
     lams = [1e-1, 1e-3]
-    s = cross_validate("train_sdca", X, y, n_folds=3, loss="squared", lams=lams, tol=1e-8)
+    # tol 1e-12: a certified 1e-8 leaves w anywhere within ||w - w*||^2 <= 2 gap / lam, and
+    # two such solves (warm and cold) differ in held-out error by ~1e-5 on raw kin8nm
+    s = cross_validate("train_sdca", X, y, n_folds=3, loss="squared", lams=lams, tol=1e-12)
     assert s.shape == (2, 3) and np.all(s > 0)
     fold = _folds(y, 3, 0, stratified=False)
-    m = ds.train_sdca(X[fold != 2], y[fold != 2], loss="squared", lam=1e-3, tol=1e-8)
+    m = ds.train_sdca(X[fold != 2], y[fold != 2], loss="squared", lam=1e-3, tol=1e-12)
     assert s[1, 2] == pytest.approx(np.mean((m.predict(X[fold == 2]) - y[fold == 2]) ** 2),
                                     rel=1e-5)
 

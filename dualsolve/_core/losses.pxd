@@ -251,6 +251,14 @@ cdef inline double loss_curvature(const Loss* L, double s, double y) noexcept no
 # dual side
 
 
+cdef inline bint loss_conj_quadratic(const Loss* L) noexcept nogil:
+    """Whether h(a; y) is (at most) quadratic on its interval, so that along one dual
+    coordinate the dual is a concave quadratic: a step ``a0 + r (a* - a0)`` with
+    ``0 < r < 2``, clipped to the interval, never lowers it (over-relaxation)."""
+    return (L.kind == LOSS_SQUARED_HINGE or L.kind == LOSS_HINGE
+            or L.kind == LOSS_SMOOTH_HINGE or L.kind == LOSS_SQUARED)
+
+
 cdef inline void loss_dual_bounds(const Loss* L, double y, double* lo, double* hi) noexcept nogil:
     """Domain [lo, hi] of a -> h(a; y) (possibly infinite ends)."""
     if L.kind == LOSS_SQUARED or L.kind == LOSS_SQUARED_EPS_INSENSITIVE:

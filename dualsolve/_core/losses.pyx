@@ -148,6 +148,13 @@ def dual_bounds(loss, y, param=None):
     return lo, hi
 
 
+def conjugate_is_quadratic(loss):
+    """Whether the loss's conjugate is quadratic on its interval (SDCA's over-relaxed
+    steps apply): hinge, squared_hinge, smooth_hinge, squared."""
+    cdef Loss L = _checked(loss, None)
+    return bool(loss_conj_quadratic(&L))
+
+
 def strong_convexity(loss, param=None):
     """gamma such that h'' >= gamma (0 for hinge and epsilon_insensitive)."""
     cdef Loss L = _checked(loss, param)

@@ -90,6 +90,11 @@ ctypedef struct SdcaOptions:
     uint64_t seed
     int check_start           # 0: a warm start's first check computes D(alpha) only (no
                               # pass over X; regularization_path's starts are never optimal)
+    double relaxation         # r != 1: from epoch relax_after + 1 on, an exact step to a*
+                              # becomes a0 + r (a* - a0), clipped to the dual domain (SOR),
+                              # where the conjugate is quadratic (losses.pxd,
+                              # loss_conj_quadratic; 0 < r < 2 keeps every step an ascent)
+    Py_ssize_t relax_after    # epochs of plain exact steps first
     int n_threads             # > 1: the exact gap checks in that many threads, each scoring
                               # a slice of the rows, the slices' sums added in order (the
                               # same result for the same count); the passes stay serial

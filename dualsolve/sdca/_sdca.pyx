@@ -32,7 +32,7 @@ from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sp
                                   prefetch_row)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
-                                     loss_conj_deriv_binary, make_loss)
+                                     loss_conj_deriv_binary, loss_conj_quadratic, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
@@ -51,6 +51,8 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     o.seed = 0
     o.check_start = 1
     o.n_threads = 1
+    o.relaxation = 1.0
+    o.relax_after = 0
     return o
 
 
@@ -257,9 +259,25 @@ cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap)
     gap[0] = (loss_sum + conj_sum) / P.n
 
 
+cdef inline double _relaxed(const Loss* loss, double y, double c, double a0, double a,
+                            double r) noexcept nogil:
+    """a0 + r (a - a0), clipped to the domain c [lo, hi] of a weight-c coordinate."""
+    cdef double lo, hi
+    if c <= 0.0:
+        return a
+    loss_dual_bounds(loss, y, &lo, &hi)
+    a = a0 + r * (a - a0)
+    if a < c * lo:
+        return c * lo
+    if a > c * hi:
+        return c * hi
+    return a
+
+
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
-                 SdcaProblem* P, const SdcaOptions* opt) noexcept nogil:
-    """One pass of coordinate steps over the active coordinates."""
+                 SdcaProblem* P, const SdcaOptions* opt, double relax) noexcept nogil:
+    """One pass of coordinate steps over the active coordinates; ``relax`` != 1: the
+    exact steps over-relaxed by that factor (SdcaOptions.relaxation)."""
     # struct fields in locals: the compiler cannot keep them in registers across the
     # stores into w otherwise
     cdef double* w = P.w
@@ -355,6 +373,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             a = loss_dual_step(&loss, y[i], z, a0, sqnorm[p] * scale)
         else:
             a = coordinate_step(&loss, y[i], z, a0, sqnorm[p] * scale, c, &step_params, i)
+        if relax != 1.0:
+            a = _relaxed(&loss, y[i], c, a0, a, relax)
         delta = a - a0
         if delta != 0.0:
             alpha[i] = a
@@ -427,9 +447,13 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>P.n_active
         res.status = report_epoch(hook, ctx, 0, values, res.status)
+    # over-relaxation only for exact steps on a quadratic conjugate, after relax_after epochs
+    cdef bint relaxes = (opt.relaxation != 1.0 and P.step.rule == STEP_EXACT
+                         and loss_conj_quadratic(&P.loss))
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
-        _epoch(data, indices, indptr, P, opt)
+        _epoch(data, indices, indptr, P, opt,
+               opt.relaxation if relaxes and epoch > opt.relax_after else 1.0)
         estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
                                      target, &predicted)
@@ -478,11 +502,11 @@ cdef void sdca_local_passes(const floating* data, const index_t* indices,
     P.shrunk_gap = 0.0
     rng_seed(&P.rng, seed)
     for i in range(full):
-        _epoch(data, indices, indptr, P, &opt)
+        _epoch(data, indices, indptr, P, &opt, 1.0)
     if part > 0:                    # a random subset: the first `part` of a fresh permutation
         rng_shuffle(&P.rng, P.index, P.n)
         P.n_active = part
-        _epoch(data, indices, indptr, P, &opt)
+        _epoch(data, indices, indptr, P, &opt, 1.0)
         P.n_active = P.n
 
 
@@ -511,7 +535,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t check_every, bint shrinking, int sampling, unsigned long long seed,
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
           double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
-          double offset=0.0, int n_threads=1, scores=None, bint check_start=True):
+          double offset=0.0, int n_threads=1, scores=None, bint check_start=True,
+          double relaxation=1.0, Py_ssize_t relax_after=0):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
@@ -520,7 +545,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     = (a, b, r) for points beyond the CSR rows (then ``sqnorm`` of every point is required),
     the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX;
     ``offset``, a fixed intercept added to every score (train_sdca's free intercept);
-    ``n_threads`` and ``check_start`` (see SdcaOptions); ``scores``, a float64 array of n
+    ``n_threads``, ``check_start``, ``relaxation`` and ``relax_after`` (see SdcaOptions);
+    ``scores``, a float64 array of n
     that receives the scores of the last exact check (after convergence: X w + offset at
     the returned w). Returns (status, n_epochs, primal, dual, gap, p0).
     """
@@ -569,6 +595,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.seed = seed
     opt.n_threads = n_threads
     opt.check_start = check_start
+    opt.relaxation = relaxation
+    opt.relax_after = relax_after
     with nogil:
         sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

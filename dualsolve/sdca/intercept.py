@@ -111,7 +111,7 @@ class _Rounds(MonitorView):
         return self.mon.report(self.first + epoch, values)
 
 
-def solve_free_intercept(p, o, mon, solve, alpha, w, sampling):
+def solve_free_intercept(p, o, mon, solve, alpha, w, sampling, relaxation):
     """Find the intercept b where F'(b) = 0, F(b) = min_w P(w, b) (convex in b), with
     F'(b) = -(1/n) sum_i a_i(b) read off each fixed-b SDCA solve (the envelope theorem):
     secant steps kept inside a bracket, the solves warm-started and tightened as the joint
@@ -134,7 +134,7 @@ def solve_free_intercept(p, o, mon, solve, alpha, w, sampling):
             p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, 0.0,
             w, alpha, inner, p.max_epochs - epochs, check, o["shrinking"], sampling,
             p.seed + rounds - 1, _Rounds(mon, epochs), p.X.sqnorm, weight=p.weight,
-            offset=b)
+            offset=b, **relaxation)
         epochs += ran
         if status not in (_status.CONVERGED, _status.MAX_EPOCHS):
             break                           # callback, Ctrl-C, divergence, no memory
