@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import dualsolve as ds
-from dualsolve.sdca.api import AUTO_RELAX_AFTER
+from dualsolve.sdca.api import AUTO_RELAX_AFTER, WARM_RELAX_AFTER
 
 QUADRATIC = ["hinge", "squared_hinge", "smooth_hinge", "squared"]
 
@@ -53,6 +53,16 @@ def test_auto_takes_exact_steps_for_the_first_epochs(heart):
     exact = ds.train_sdca(X, y, max_epochs=AUTO_RELAX_AFTER + 1, relaxation=1.0, **kw)
     auto = ds.train_sdca(X, y, max_epochs=AUTO_RELAX_AFTER + 1, relaxation="auto", **kw)
     assert not np.array_equal(auto.dual, exact.dual)
+
+
+def test_auto_relaxes_a_warm_start_sooner(heart):
+    X, y = heart
+    start = ds.train_sdca(X, y, loss="squared_hinge", C=50.0, max_epochs=30, tol=0)
+    kw = dict(loss="squared_hinge", C=100.0, tol=0, warm_start=start)
+    for epochs, same in ((WARM_RELAX_AFTER, True), (WARM_RELAX_AFTER + 1, False)):
+        exact = ds.train_sdca(X, y, max_epochs=epochs, relaxation=1.0, **kw)
+        auto = ds.train_sdca(X, y, max_epochs=epochs, **kw)
+        assert np.array_equal(auto.dual, exact.dual) == same
 
 
 @pytest.mark.parametrize("loss, C", [("hinge", 1.0), ("squared_hinge", 10.0)])

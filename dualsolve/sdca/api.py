@@ -115,7 +115,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         ``0 < r < 2`` every step still raises the dual). ``"auto"``: ``r = 1.75`` from epoch
         21 on, so a solve that converges in 20 epochs is exactly liblinear's (where ``r > 1``
         would slow it) and a slow, badly conditioned one gets fewer epochs (news20 binary,
-        squared hinge, C = 100: 730 -> 436). A number: that ``r`` from the first epoch
+        squared hinge, C = 100: 730 -> 436); from epoch 11 on with a ``warm_start``, whose
+        fast components have settled (a warm path on news20: 252 -> 211 epochs). A
+        number: that ``r`` from the first epoch
         (``1.0``: exact steps throughout); other losses take ``"auto"`` or ``1.0`` only.
         With a free intercept (``penalize_intercept=False``) ``"auto"`` is exact steps.
     seed : int or None
@@ -203,7 +205,8 @@ def _engine(p, o, mon):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
-        check_start=not p.path_start, **relaxation_options(o["relaxation"], p.loss))
+        check_start=not p.path_start,
+        **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, start_rule=p.start_rule) if p.start_rule else dict(p0=p0)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
@@ -212,12 +215,13 @@ def _engine(p, o, mon):
 
 
 #: relaxation="auto": the factor, and the epochs of exact steps before it
-AUTO_RELAXATION, AUTO_RELAX_AFTER = 1.75, 20
+AUTO_RELAXATION, AUTO_RELAX_AFTER, WARM_RELAX_AFTER = 1.75, 20, 10
 
 
-def relaxation_options(value, loss, auto=True):
+def relaxation_options(value, loss, auto=True, warm=False):
     """The engine's (relaxation, relax_after) for train_sdca's ``relaxation``; ``auto``
-    False: "auto" means exact steps (the free intercept's rounds)."""
+    False: "auto" means exact steps (the free intercept's rounds); ``warm``: "auto" relaxes
+    after WARM_RELAX_AFTER epochs."""
     if not _losses.conjugate_is_quadratic(loss):
         if value not in ("auto", 1.0):
             raise ValueError(f"relaxation={value!r} applies to the losses with a quadratic "
@@ -225,8 +229,10 @@ def relaxation_options(value, loss, auto=True):
                              f"loss={loss!r} takes 'auto' or 1.0")
         return dict(relaxation=1.0, relax_after=0)
     if value == "auto":
-        return (dict(relaxation=AUTO_RELAXATION, relax_after=AUTO_RELAX_AFTER) if auto
-                else dict(relaxation=1.0, relax_after=0))
+        if not auto:
+            return dict(relaxation=1.0, relax_after=0)
+        return dict(relaxation=AUTO_RELAXATION,
+                    relax_after=WARM_RELAX_AFTER if warm else AUTO_RELAX_AFTER)
     return dict(relaxation=float(value), relax_after=0)
 
 
