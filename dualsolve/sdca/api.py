@@ -116,10 +116,10 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         21 on, so a solve that converges in 20 epochs is exactly liblinear's (where ``r > 1``
         would slow it) and a slow, badly conditioned one gets fewer epochs (news20 binary,
         squared hinge, C = 100: 730 -> 436); from epoch 11 on with a ``warm_start``, whose
-        fast components have settled (a warm path on news20: 252 -> 211 epochs). A
-        number: that ``r`` from the first epoch
-        (``1.0``: exact steps throughout); other losses take ``"auto"`` or ``1.0`` only.
-        With a free intercept (``penalize_intercept=False``) ``"auto"`` is exact steps.
+        fast components have settled (a warm path on news20: 252 -> 211 epochs). A number:
+        that ``r`` from the first epoch (``1.0``: exact steps throughout). Other losses take
+        ``"auto"`` or ``1.0`` only; with a free intercept (``penalize_intercept=False``)
+        ``"auto"`` is exact steps.
     seed : int or None
         Seed of the random row order; the same seed gives the same iterates.
     verbose : int
@@ -214,7 +214,7 @@ def _engine(p, o, mon):
                   info=info, extra=extra)
 
 
-#: relaxation="auto": the factor, and the epochs of exact steps before it
+#: relaxation="auto": the factor, and the epochs of exact steps before it (cold, warm)
 AUTO_RELAXATION, AUTO_RELAX_AFTER, WARM_RELAX_AFTER = 1.75, 20, 10
 
 
