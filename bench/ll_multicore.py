@@ -39,33 +39,25 @@ def run(path, data, loss, C, pstar, target, jobs):
 
 
 def _child():
-    import numpy as np
     import datasets
+    import peers          # its objective and w reading serve this liblinear too
     from liblinear import liblinear as ll
     from liblinear import liblinearutil as llu
     if "nr_thread" not in dict(ll.parameter._fields_):
         raise RuntimeError(f"{ll.__file__} is not liblinear-multicore's (no -m)")
     spec = json.loads(sys.stdin.read())
     X, y = datasets.load(spec["data"])
-    X = X.astype(np.float64).tocsr()
-    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    X, y = peers._as_csr64(X), peers._labels(y)
     prob = ll.problem(y, X)
-    n, C, pstar = X.shape[0], spec["C"], spec["pstar"]
+    C, pstar = spec["C"], spec["pstar"]
+    lam = 1.0 / (C * X.shape[0])
 
     def one(opts):
         param = ll.parameter(f"{opts} -c {C!r} -B -1 -q")
         t0 = time.perf_counter()
         model = llu.train(prob, param)
         dt = time.perf_counter() - t0
-        nf = model.get_nr_feature()
-        w = np.zeros(X.shape[1])
-        w[:nf] = np.ctypeslib.as_array(model.w, shape=(nf,))
-        if model.get_labels()[0] == -1:
-            w = -w
-        m = y * (X @ w)
-        loss = (np.logaddexp(0.0, -m) if spec["loss"] == "logistic"
-                else np.square(np.maximum(0.0, 1.0 - m)))
-        p = float(np.mean(loss) + 0.5 / (C * n) * np.dot(w, w))
+        p = peers.primal_objective(X, y, peers._ll_w(model, X.shape[1]), lam, spec["loss"])
         return dict(opts=opts, seconds=dt, primal=p, subopt=(p - pstar) / pstar)
 
     result = []
