@@ -103,6 +103,7 @@ class Problem:
     path_start: bool = False    # warm_start was extrapolated along lam (dualsolve._warm_path):
                                 # SDCA skips its exact check and keeps the training margins
     start_rule: str = ""        # which extrapolation gave it (kept in the model's params)
+    start_epochs: int = 0       # epochs of the path's last solve (0: not a path's start)
     n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
     stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
                                 # this solve runs beside others (one-vs-rest in threads)
@@ -176,7 +177,8 @@ def fit(solver, args):
     p, options = prepare(solver, args)
     if isinstance(p.warm_start, Along):     # the scikit-learn estimators' warm path
         start, rule = extrapolated_start(p.warm_start.models, p.lam, p, solver)
-        p = replace(p, warm_start=start, path_start=True, start_rule=rule)
+        p = replace(p, warm_start=start, path_start=True, start_rule=rule,
+                    start_epochs=p.warm_start.models[-1].n_epochs)
     return solve(solver, p, options)
 
 

@@ -100,7 +100,9 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
         start, rule = extrapolated_start(done[-3:], lam, p, solver) if done else (None, "")
         done.append(solve(solver, dataclasses.replace(p, lam=lam, warm_start=start,
                                                       from_path=True, path_start=True,
-                                                      start_rule=rule),
+                                                      start_rule=rule,
+                                                      start_epochs=done[-1].n_epochs
+                                                      if done else 0),
                           options))
         models[i] = done[-1]
     return models

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import dualsolve as ds
-from dualsolve.sdca.api import AUTO_RELAX_AFTER, WARM_RELAX_AFTER
+from dualsolve._warm_path import Along
+from dualsolve.sdca.api import AUTO_RELAXATION, AUTO_RELAX_AFTER, WARM_RELAX_AFTER
 
 QUADRATIC = ["hinge", "squared_hinge", "smooth_hinge", "squared"]
 
@@ -63,6 +64,25 @@ def test_auto_relaxes_a_warm_start_sooner(heart):
         exact = ds.train_sdca(X, y, max_epochs=epochs, relaxation=1.0, **kw)
         auto = ds.train_sdca(X, y, max_epochs=epochs, **kw)
         assert np.array_equal(auto.dual, exact.dual) == same
+
+
+def test_auto_relaxes_from_the_start_after_a_slow_neighbour(heart):
+    """Along a path (the estimators' warm starts, regularization_path) a neighbour that ran
+    past AUTO_RELAX_AFTER epochs makes "auto" relax from the first epoch; a faster one
+    leaves the warm rule (exact steps for WARM_RELAX_AFTER epochs)."""
+    X, y = heart
+    kw = dict(loss="squared_hinge", C=100.0, tol=0)
+    for before, relax_from_start in ((AUTO_RELAX_AFTER + 1, True), (AUTO_RELAX_AFTER, False)):
+        neighbour = ds.train_sdca(X, y, loss="squared_hinge", C=50.0, tol=0,
+                                  max_epochs=before)
+        epochs = WARM_RELAX_AFTER
+        auto = ds.train_sdca(X, y, max_epochs=epochs, warm_start=Along([neighbour]), **kw)
+        other = ds.train_sdca(X, y, max_epochs=epochs, warm_start=Along([neighbour]),
+                              relaxation=AUTO_RELAXATION if relax_from_start else 1.0, **kw)
+        np.testing.assert_array_equal(auto.dual, other.dual)
+        exact = ds.train_sdca(X, y, max_epochs=epochs, warm_start=Along([neighbour]),
+                              relaxation=1.0, **kw)
+        assert np.array_equal(auto.dual, exact.dual) != relax_from_start
 
 
 @pytest.mark.parametrize("loss, C", [("hinge", 1.0), ("squared_hinge", 10.0)])

@@ -206,7 +206,8 @@ def _engine(p, o, mon):
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
         check_start=not p.path_start,
-        **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None))
+        **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None,
+                             neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, start_rule=p.start_rule) if p.start_rule else dict(p0=p0)
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
@@ -218,10 +219,11 @@ def _engine(p, o, mon):
 AUTO_RELAXATION, AUTO_RELAX_AFTER, WARM_RELAX_AFTER = 1.75, 20, 10
 
 
-def relaxation_options(value, loss, auto=True, warm=False):
+def relaxation_options(value, loss, auto=True, warm=False, neighbour_epochs=0):
     """The engine's (relaxation, relax_after) for train_sdca's ``relaxation``; ``auto``
     False: "auto" means exact steps (the free intercept's rounds); ``warm``: "auto" relaxes
-    after WARM_RELAX_AFTER epochs."""
+    after WARM_RELAX_AFTER epochs, or from the first if the path's last solve (its
+    ``neighbour_epochs``) ran past AUTO_RELAX_AFTER: a slow neighbour predicts a slow solve."""
     if not _losses.conjugate_is_quadratic(loss):
         if value not in ("auto", 1.0):
             raise ValueError(f"relaxation={value!r} applies to the losses with a quadratic "
@@ -231,8 +233,10 @@ def relaxation_options(value, loss, auto=True, warm=False):
     if value == "auto":
         if not auto:
             return dict(relaxation=1.0, relax_after=0)
-        return dict(relaxation=AUTO_RELAXATION,
-                    relax_after=WARM_RELAX_AFTER if warm else AUTO_RELAX_AFTER)
+        if not warm:
+            return dict(relaxation=AUTO_RELAXATION, relax_after=AUTO_RELAX_AFTER)
+        slow = neighbour_epochs > AUTO_RELAX_AFTER
+        return dict(relaxation=AUTO_RELAXATION, relax_after=0 if slow else WARM_RELAX_AFTER)
     return dict(relaxation=float(value), relax_after=0)
 
 
