@@ -116,7 +116,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         21 on, so a solve that converges in 20 epochs is exactly liblinear's (where ``r > 1``
         would slow it) and a slow, badly conditioned one gets fewer epochs (news20 binary,
         squared hinge, C = 100: 730 -> 436); from epoch 11 on with a ``warm_start``, whose
-        fast components have settled (a warm path on news20: 252 -> 211 epochs). A number:
+        fast components have settled (a warm path on news20: 252 -> 211 epochs), and from
+        the first along a path (``regularization_path``, the estimators' ``warm_start``)
+        whose last solve took more than 20 epochs (a slow neighbour). A number:
         that ``r`` from the first epoch (``1.0``: exact steps throughout). Other losses take
         ``"auto"`` or ``1.0`` only; with a free intercept (``penalize_intercept=False``)
         ``"auto"`` is exact steps.
