@@ -12,7 +12,7 @@ The same descriptions drive the command line (``dualsolve solvers``, ``train -s 
 the contract test and the table of ``docs/api.md``.
 """
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -24,7 +24,7 @@ from ._params import (Anything, Boolean, CallableOrNone, Integral, Interval, Rea
 from ._threads import effective_n_jobs
 from ._validation import (MAX_EPOCHS, ConvergenceWarning, check_csr, check_labels,
                           check_loss_param, check_regularization, check_seed, check_weights)
-from ._warm_path import Along, extrapolated_start
+from ._warm_path import Along, along_path
 from .model import Model, make_history
 
 #: losses of regression problems (real targets); the others classify two classes
@@ -176,9 +176,7 @@ def fit(solver, args):
     two classes go one-vs-rest (``dualsolve.multiclass``)."""
     p, options = prepare(solver, args)
     if isinstance(p.warm_start, Along):     # the scikit-learn estimators' warm path
-        start, rule = extrapolated_start(p.warm_start.models, p.lam, p, solver)
-        p = replace(p, warm_start=start, path_start=True, start_rule=rule,
-                    start_epochs=p.warm_start.models[-1].n_epochs)
+        p = along_path(p, p.warm_start.models, p.lam, solver)
     return solve(solver, p, options)
 
 

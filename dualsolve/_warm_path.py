@@ -3,6 +3,8 @@ neighbouring ones. ``regularization_path`` uses it for every solve after the fir
 so do the scikit-learn estimators with ``warm_start=True`` (GridSearchCV over C), through
 :class:`Along`: a warm start given as the models solved before, which the driver turns
 into this start once the problem is validated."""
+from dataclasses import replace
+
 import numpy as np
 
 from ._core import losses as _losses
@@ -19,6 +21,17 @@ class Along:
 
     def __init__(self, models):
         self.models = tuple(models)[-3:]
+
+
+def along_path(p, done, lam, solver):
+    """Problem ``p`` at ``lam``, started from the solutions ``done`` before it on the path
+    (none: a cold start), marked as a path's solve: its start rule and the epochs its
+    neighbour took (train_sdca's relaxation reads them) go with it."""
+    if not done:
+        return replace(p, lam=lam, warm_start=None, path_start=True)
+    start, rule = extrapolated_start(done, lam, p, solver)
+    return replace(p, lam=lam, warm_start=start, path_start=True, start_rule=rule,
+                   start_epochs=done[-1].n_epochs)
 
 
 def extrapolated_start(done, lam, p, solver):

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ._driver import prepare, solve, solvers
 from ._validation import check_regularization, check_seed
-from ._warm_path import extrapolated_start
+from ._warm_path import along_path
 
 #: scorings by name: (function(model, X, y) -> float, larger is better)
 SCORINGS = ("accuracy", "mse", "r2", "auc")
@@ -97,13 +97,8 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
         lam = check_regularization(float(arr[i]) if key == "lam" else None,
                                    float(arr[i]) if key == "C" else None, n_lam,
                                    allow_zero=solver.lam_zero)
-        start, rule = extrapolated_start(done[-3:], lam, p, solver) if done else (None, "")
-        done.append(solve(solver, dataclasses.replace(p, lam=lam, warm_start=start,
-                                                      from_path=True, path_start=True,
-                                                      start_rule=rule,
-                                                      start_epochs=done[-1].n_epochs
-                                                      if done else 0),
-                          options))
+        done.append(solve(solver, along_path(dataclasses.replace(p, from_path=True),
+                                             done[-3:], lam, solver), options))
         models[i] = done[-1]
     return models
 
