@@ -63,7 +63,11 @@ def test_the_checks_catch_a_bug(harnesses, monkeypatch):
 def test_atheris_short_run(name, tmp_path):
     runs = HARNESSES[name]
     proc = subprocess.run([sys.executable, str(FUZZ / f"{name}.py"), str(tmp_path),
-                           f"-atheris_runs={runs}", "-seed=1", "-timeout=5"],
+                           # -timeout=60: libFuzzer's hang check is a SIGALRM every
+                           # timeout/2 + 1 s; with 5 its tick (3 s) met the end of a run
+                           # slowed by a busy machine and killed the exiting process
+                           # (rc -14 after "Done 5000"); a 3 s run now never sees a tick
+                           f"-atheris_runs={runs}", "-seed=1", "-timeout=60"],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"Done {runs} " in proc.stderr, proc.stderr[-3000:]
