@@ -11,7 +11,7 @@ and mean CV accuracies of both (the warm starts must not change them).
 Usage::
 
     DUALSOLVE_DATA=... python bench/sklearn_grid.py [--rounds 3] [--json out.json]
-        [--no-scaler | --memory]
+        [--no-scaler | --memory] [--shuffle]
 """
 import argparse
 import json
@@ -33,8 +33,8 @@ import datasets  # noqa: E402
 CS = (2.0 ** np.arange(-3, 7)).tolist()
 
 
-def search(X, y, loss, warm, scaler=True, memory=False, solver="sdca"):
-    from sklearn.model_selection import GridSearchCV
+def search(X, y, loss, warm, scaler=True, memory=False, solver="sdca", shuffle=False):
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
     import dualsolve.sklearn as dsk
@@ -46,7 +46,10 @@ def search(X, y, loss, warm, scaler=True, memory=False, solver="sdca"):
         pipe = make_pipeline(*steps, dsk.LinearClassifier(loss=loss, warm_start=warm,
                                                           solver=solver),
                              memory=cache if memory else None)
-        grid = GridSearchCV(pipe, {"linearclassifier__C": CS}, cv=5, refit=False)
+        # cv=5 is StratifiedKFold without shuffling: on the train split, ordered by
+        # newsgroup, each fold leaves out whole groups (--shuffle: folds of shuffled rows)
+        cv = StratifiedKFold(5, shuffle=True, random_state=0) if shuffle else 5
+        grid = GridSearchCV(pipe, {"linearclassifier__C": CS}, cv=cv, refit=False)
         t0 = time.perf_counter()
         grid.fit(X, y)
         return time.perf_counter() - t0, grid
@@ -62,6 +65,8 @@ def main(argv=None):
                     help="Pipeline(memory=...): the scaler fitted once per fold")
     ap.add_argument("--losses", nargs="+", default=["logistic", "squared_hinge"])
     ap.add_argument("--solver", default="sdca", help="LinearClassifier's solver")
+    ap.add_argument("--shuffle", action="store_true",
+                    help="StratifiedKFold(5, shuffle=True, random_state=0) instead of cv=5")
     args = ap.parse_args(argv)
     X, y = datasets.load("news20", split="train")
     out = []
@@ -71,18 +76,20 @@ def main(argv=None):
         for _ in range(args.rounds):
             for warm in (False, True):
                 t, grids[warm] = search(X, y, loss, warm, not args.no_scaler, args.memory,
-                                        args.solver)
+                                        args.solver, args.shuffle)
                 seconds[warm].append(t)
         ratios = [w / c for c, w in zip(seconds[False], seconds[True])]
         best = {w: grids[w].best_params_["linearclassifier__C"] for w in grids}
         acc = {w: grids[w].cv_results_["mean_test_score"].tolist() for w in grids}
         r = dict(data="news20 (train)", loss=loss, Cs=CS, scaler=not args.no_scaler,
-                 memory=args.memory, solver=args.solver, cold_seconds=seconds[False],
+                 memory=args.memory, solver=args.solver, shuffle=args.shuffle,
+                 cold_seconds=seconds[False],
                  warm_seconds=seconds[True], ratio_median=float(np.median(ratios)),
                  ratio_range=[min(ratios), max(ratios)], best_C_cold=best[False],
                  best_C_warm=best[True], accuracy_cold=acc[False], accuracy_warm=acc[True])
         out.append(r)
         tag = ", no scaler" if args.no_scaler else ", cached scaler" if args.memory else ""
+        tag += ", shuffled folds" if args.shuffle else ""
         print(f"news20 {loss}{tag}: cold grid {np.median(seconds[False]):.1f} s, warm grid "
               f"{np.median(seconds[True]):.1f} s, ratio {r['ratio_median']:.2f} "
               f"({r['ratio_range'][0]:.2f}-{r['ratio_range'][1]:.2f}); best C {best[False]:g} "
