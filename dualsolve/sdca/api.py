@@ -278,10 +278,10 @@ def initial_dual(warm_start, y, loss, param, n, weight=None):
 
 
 def _crammer_singer_engine(p, o, mon):
+    """The Crammer-Singer solve of ``train_sdca(..., multi_class="crammer_singer")``."""
     if o["relaxation"] not in ("auto", 1.0):
         raise ValueError(f"relaxation={o['relaxation']!r} does not apply to "
                          "multi_class='crammer_singer' (its row steps are exact); use 'auto'")
-    """The Crammer-Singer solve of ``train_sdca(..., multi_class="crammer_singer")``."""
     if p.loss != "hinge":
         raise ValueError(f"multi_class='crammer_singer' is the multi-class hinge loss: it "
                          f"takes loss='hinge'; got loss={p.loss!r}")
