@@ -169,7 +169,7 @@ class _Watch(MonitorView):
             self.lower = dual
         if estimate >= 0.0:                 # not NaN (epoch 0)
             self.smallest = min(self.smallest, estimate)
-        estimate = self.smallest
+        estimate = self.smallest if math.isfinite(self.smallest) else math.nan
         if math.isfinite(gap) and estimate > 0.0:
             self.bias = max(1.0, gap / estimate)
         self.estimates[epoch] = estimate

@@ -243,7 +243,7 @@ def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     assert switches_to_newton("squared") and not switches_to_newton("squared_hinge")
 
 
-def test_hand_over_follows_sdcas_rate():
+def test_hand_over_follows_sdcas_rate(monkeypatch):
     """The watch hands over when the pass estimates' rate predicts more than SDCA_AHEAD
     epochs to tol * D, and not while it predicts fewer."""
     from dualsolve.linear import RATE_SPAN, SDCA_AHEAD, _Watch
@@ -276,6 +276,10 @@ def test_hand_over_follows_sdcas_rate():
     uptick = lambda e: 8.0 if e % 3 == 0 else 1.0
     assert run(fast, noise=uptick) is None
     assert run(slow, noise=uptick) == SWITCH_EPOCHS
+    # a rate reaching back to epoch 0 (no estimate there) is no rate, as above, not an error
+    import dualsolve.linear as linear
+    monkeypatch.setattr(linear, "SWITCH_EPOCHS", RATE_SPAN)
+    assert run(fast) == RATE_SPAN
     assert RATE_SPAN < SWITCH_EPOCHS
 
 
