@@ -276,11 +276,11 @@ def test_hand_over_follows_sdcas_rate(monkeypatch):
     uptick = lambda e: 8.0 if e % 3 == 0 else 1.0
     assert run(fast, noise=uptick) is None
     assert run(slow, noise=uptick) == SWITCH_EPOCHS
+    assert RATE_SPAN < SWITCH_EPOCHS
     # a rate reaching back to epoch 0 (no estimate there) is no rate, as above, not an error
     import dualsolve.linear as linear
     monkeypatch.setattr(linear, "SWITCH_EPOCHS", RATE_SPAN)
     assert run(fast) == RATE_SPAN
-    assert RATE_SPAN < SWITCH_EPOCHS
 
 
 def test_auto_budget_counts_both_solvers(heart):
