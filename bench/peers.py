@@ -341,8 +341,9 @@ def liblinear_grid_cv(X, y, Cs, fold, solver=0, eps=None):
     solve at each C starts from that fold's solution at the previous C (``init_sol``,
     which liblinear supports for ``-s 0`` / ``-s 2``), at liblinear's default ``-e``
     (0.01) unless ``eps`` is given, and the held-out rows are scored by accuracy.
-    Returns (mean accuracy per C, seconds); the fold problems share ``X``'s converted
-    rows and are built inside the timer, as liblinear builds them."""
+    Returns (accuracy per C pooled over the folds, correct / n, as liblinear scores;
+    seconds); the fold problems share ``X``'s converted rows and are built inside the
+    timer, as liblinear builds them."""
     from liblinear import liblinear as ll
     prob, yy = _ll_prep.get(X, y)
     Xc = _as_csr64(X)
@@ -352,6 +353,8 @@ def liblinear_grid_cv(X, y, Cs, fold, solver=0, eps=None):
     n_folds = int(fold.max()) + 1
     correct = np.zeros(Cs.size)
     e = "" if eps is None else f" -e {eps!r}"
+    # liblinear.train prints unless told not to (-q is read by liblinearutil.train only)
+    ll.liblinear.set_print_string_function(ll.ctypes_print_null)
     with _single_thread():
         t0 = time.perf_counter()
         for k in range(n_folds):
@@ -372,7 +375,6 @@ def liblinear_grid_cv(X, y, Cs, fold, solver=0, eps=None):
                 pred = np.where(dec > 0, labels[0], labels[1])
                 correct[j] += np.count_nonzero(pred == yt)
         dt = time.perf_counter() - t0
-    ll.liblinear.set_print_string_function(ll.ctypes_print_null)
     return correct / X.shape[0], dt
 
 
