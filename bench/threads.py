@@ -4,8 +4,9 @@
    ``train_sdca`` logistic (tol 1e-8) and squared hinge (tol 1e-6) at C = 1, ``n_jobs=1``
    against ``n_jobs=2`` (the classes side by side); the two models must be equal bit for
    bit.
-2. One problem: ``train_sdca`` on news20 binary and reuters, the same losses and tols
-   (two threads for the exact checks; the passes stay serial).
+2. One problem: ``train_sdca`` on news20 binary, reuters and IMDB, the same losses and tols
+   (threaded passes where the rows allow them, ``threaded_epochs``; the exact checks and
+   resyncs in two threads everywhere).
 3. What a second core can give the memory traffic of a pass on this machine: streaming
    reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released.
 4. ``--vs-liblinear`` (issue 17's item 1; ``threads_liblinear.py``): ``train_sdca(n_jobs=2)``
@@ -35,7 +36,8 @@ import dualsolve as ds  # noqa: E402
 
 RUNS = [("news20.multi", "logistic", 1e-8), ("news20.multi", "squared_hinge", 1e-6),
         ("news20", "logistic", 1e-8), ("news20", "squared_hinge", 1e-6),
-        ("reuters", "logistic", 1e-8), ("reuters", "squared_hinge", 1e-6)]
+        ("reuters", "logistic", 1e-8), ("reuters", "squared_hinge", 1e-6),
+        ("imdb", "logistic", 1e-8), ("imdb", "squared_hinge", 1e-6)]
 
 
 def speedup(name, loss, tol, rounds):
@@ -54,6 +56,7 @@ def speedup(name, loss, tol, rounds):
                 classes=int(np.unique(y).size), seconds_1=seconds[1], seconds_2=seconds[2],
                 speedup_median=float(np.median(ratios)), speedup_range=[min(ratios), max(ratios)],
                 same_coef=models[1].coef.tobytes() == models[2].coef.tobytes(),
+                threaded_epochs=int(models[2].params.get("threaded_epochs", 0)),
                 epochs=[int(models[1].n_epochs), int(models[2].n_epochs)])
 
 

@@ -97,8 +97,10 @@ ctypedef struct SdcaOptions:
     Py_ssize_t relax_after    # epochs of plain exact steps first
     int n_threads             # > 1: the exact gap checks in that many threads, each scoring
                               # a slice of the rows, the slices' sums added in order (the
-                              # same result for the same count); the passes stay serial
-                              # (docs/benchmarks.md, "Threads", says why). OpenMP builds.
+                              # same result for the same count), the resync by ranges of
+                              # features; and the passes too where the rows allow it
+                              # (_sdca.pyx, "the threaded pass"): then the iterates depend
+                              # on timing, the certificate stays exact. OpenMP builds.
 
 
 ctypedef struct SdcaResult:
@@ -108,6 +110,7 @@ ctypedef struct SdcaResult:
     double dual
     double gap
     double p0                 # P(0), the scale of the rounding floor
+    Py_ssize_t threaded_epochs  # passes run in n_threads threads (the rest serial)
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil

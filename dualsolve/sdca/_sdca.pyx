@@ -17,9 +17,9 @@ incremental rounding drift) and the gap re-checked before stopping: the final ga
 certificate.
 """
 from cython.parallel cimport parallel, threadid
-from libc.math cimport INFINITY, NAN
-from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.math cimport INFINITY, NAN, fabs
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -34,6 +34,11 @@ from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_S
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, loss_conj_quadratic, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
+from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init, spsc_free, spsc_full,
+                                   spsc_push, spsc_flush, spsc_reset, spsc_ready,
+                                   spsc_release, DS_LOAD_ACQUIRE, DS_STORE_RELEASE,
+                                   DS_CPU_RELAX, DS_TEAM_SIZE, DS_HAVE_ATOMICS,
+                                   DS_HAVE_OPENMP)
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -274,6 +279,85 @@ cdef inline double _relaxed(const Loss* loss, double y, double c, double a0, dou
     return a
 
 
+ctypedef struct PassSums:
+    # what a pass (or one thread's share of it) adds up besides the steps
+    double pass_gap       # Fenchel-Young gaps of the sampled visits
+    double shrunk_gap     # gaps of the rows shrunk away
+    double cost           # work: nnz + 16 per visit
+    double pg_max         # extreme projected gradients (the next pass's shrinking bounds)
+    double pg_min
+    Py_ssize_t visits
+    Py_ssize_t sampled
+
+
+cdef inline void _sums_init(PassSums* S) noexcept nogil:
+    S.pass_gap = 0.0
+    S.shrunk_gap = 0.0
+    S.cost = 0.0
+    S.pg_max = -INFINITY
+    S.pg_min = INFINITY
+    S.visits = 0
+    S.sampled = 0
+
+
+cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double z,
+                             bint shrink, bint estimate, Py_ssize_t stride, bint exact_plain,
+                             double relax, PassSums* S, double* a_new) noexcept nogil:
+    """The step on coordinate i (point p) at score z. True: the row is stuck at a bound and
+    is shrunk away (its gap goes to S.shrunk_gap); else its new value is in a_new."""
+    cdef double a0 = P.alpha[i], c = 1.0 if P.weight == NULL else P.weight[i]
+    cdef double lo, hi, G, pg, y = P.y[i], scale = 1.0 / (P.lam * P.n)
+    if shrink and (y == 1.0 or y == -1.0):
+        loss_dual_bounds(&P.loss, y, &lo, &hi)
+        G = z + loss_conj_deriv_binary(&P.loss, a0, y)
+        pg = G
+        if a0 <= lo:
+            if G > P.pg_max_old:
+                S.shrunk_gap += _fenchel_young(P, z, a0, y, c) if estimate else 0.0
+                return True
+            if pg > 0.0:
+                pg = 0.0
+        elif a0 >= hi:
+            if G < P.pg_min_old:
+                S.shrunk_gap += _fenchel_young(P, z, a0, y, c) if estimate else 0.0
+                return True
+            if pg < 0.0:
+                pg = 0.0
+        if pg > S.pg_max:
+            S.pg_max = pg
+        if pg < S.pg_min:
+            S.pg_min = pg
+    if estimate:
+        if S.visits % stride == 0:
+            S.pass_gap += _fenchel_young(P, z, a0, y, c)
+            S.sampled += 1
+        S.visits += 1
+    if exact_plain:
+        a_new[0] = loss_dual_step(&P.loss, y, z, a0, P.sqnorm[p] * scale)
+    else:
+        a_new[0] = coordinate_step(&P.loss, y, z, a0, P.sqnorm[p] * scale, c, &P.step, i)
+    if relax != 1.0:
+        a_new[0] = _relaxed(&P.loss, y, c, a0, a_new[0], relax)
+    return False
+
+
+cdef inline void _pass_end(SdcaProblem* P, const PassSums* S, Py_ssize_t n_active) noexcept nogil:
+    P.pass_gap = S.pass_gap * S.visits / S.sampled if S.sampled > 0 else 0.0
+    P.shrunk_gap += S.shrunk_gap
+    P.pass_cost = S.cost
+    P.n_active = n_active
+    # liblinear's thresholds: shrink next epoch only against this epoch's extreme violations
+    P.pg_max_old = S.pg_max if S.pg_max > 0.0 else INFINITY
+    P.pg_min_old = S.pg_min if S.pg_min < 0.0 else -INFINITY
+
+
+cdef inline bint _shrinks(const SdcaProblem* P, const SdcaOptions* opt) noexcept nogil:
+    """Shrinking needs a bounded dual domain and no loss weights; labels are checked per row."""
+    return (opt.shrinking != 0 and P.weight == NULL
+            and (P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
+                 or P.loss.kind == LOSS_SQUARED_HINGE))
+
+
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, const SdcaOptions* opt, double relax) noexcept nogil:
     """One pass of coordinate steps over the active coordinates; ``relax`` != 1: the
@@ -282,32 +366,22 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     # stores into w otherwise
     cdef double* w = P.w
     cdef double* alpha = P.alpha
-    cdef const double* y = P.y
-    cdef const double* sqnorm = P.sqnorm
     cdef Py_ssize_t* index = P.index
     cdef const Py_ssize_t* point = P.point
-    cdef const double* weight = P.weight
-    cdef StepParams step_params = P.step
-    cdef Loss loss = P.loss
-    cdef bint exact_plain = P.step.rule == STEP_EXACT and weight == NULL
+    cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
     cdef Py_ssize_t n_active = P.n_active, d = P.d, n_rows = P.n_rows
     cdef double bias = P.bias, offset = P.offset, scale = 1.0 / (P.lam * P.n)
-    cdef double pg_max_old = P.pg_max_old, pg_min_old = P.pg_min_old
     cdef bint permute = opt.sampling == SAMPLE_PERMUTATION
-    # shrinking needs a bounded dual domain and no loss weights; labels are checked per row
-    cdef bint shrink = (opt.shrinking != 0 and P.weight == NULL
-                        and (P.loss.kind == LOSS_HINGE or P.loss.kind == LOSS_SMOOTH_HINGE
-                             or P.loss.kind == LOSS_SQUARED_HINGE))
-    cdef bint remove
+    cdef bint shrink = _shrinks(P, opt)
     cdef bint estimate = opt.check_every != 1
     # the estimate samples every stride-th visit (a random subset, the order being random):
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
-    cdef Py_ssize_t stride = 1 + n_active // 4096, visits = 0, sampled = 0
-    cdef double pass_gap = 0.0, cost = 0.0
+    cdef Py_ssize_t stride = 1 + n_active // 4096
+    cdef PassSums S
     cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a0, a, delta, lo, hi, G, pg, c
-    cdef double pg_max = -INFINITY, pg_min = INFINITY
+    cdef double z, a, delta
+    _sums_init(&S)
     if permute:
         rng_shuffle(&P.rng, index, n_active)
     while True:
@@ -333,49 +407,17 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             z = sparse_dot(data + start, indices + start, nnz, w) + offset
             if bias != 0.0:
                 z += bias * w[d]
-            cost += nnz + 16
+            S.cost += nnz + 16
         else:
             z = _point_score(data, indices, indptr, P, p)
-            cost += 2 * (indptr[n_rows] / n_rows) + 32
-        a0 = alpha[i]
-        c = 1.0 if weight == NULL else weight[i]
-        if shrink and (y[i] == 1.0 or y[i] == -1.0):
-            loss_dual_bounds(&loss, y[i], &lo, &hi)
-            G = z + loss_conj_deriv_binary(&loss, a0, y[i])
-            pg = G
-            remove = False
-            if a0 <= lo:
-                remove = G > pg_max_old
-                if pg > 0.0:
-                    pg = 0.0
-            elif a0 >= hi:
-                remove = G < pg_min_old
-                if pg < 0.0:
-                    pg = 0.0
-            if remove:
-                # swap to the end of the active set; the position is visited again
-                n_active -= 1
-                index[pos] = index[n_active]
-                index[n_active] = i
-                if estimate:
-                    P.shrunk_gap += _fenchel_young(P, z, a0, y[i], c)
-                continue
-            if pg > pg_max:
-                pg_max = pg
-            if pg < pg_min:
-                pg_min = pg
-        if estimate:
-            if visits % stride == 0:
-                pass_gap += _fenchel_young(P, z, a0, y[i], c)
-                sampled += 1
-            visits += 1
-        if exact_plain:
-            a = loss_dual_step(&loss, y[i], z, a0, sqnorm[p] * scale)
-        else:
-            a = coordinate_step(&loss, y[i], z, a0, sqnorm[p] * scale, c, &step_params, i)
-        if relax != 1.0:
-            a = _relaxed(&loss, y[i], c, a0, a, relax)
-        delta = a - a0
+            S.cost += 2 * (indptr[n_rows] / n_rows) + 32
+        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, &S, &a):
+            # swap to the end of the active set; the position is visited again
+            n_active -= 1
+            index[pos] = index[n_active]
+            index[n_active] = i
+            continue
+        delta = a - alpha[i]
         if delta != 0.0:
             alpha[i] = a
             if p < n_rows:
@@ -385,12 +427,363 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
             else:
                 _point_axpy(data, indices, indptr, P, p, delta * scale)
         k += 1
-    P.pass_gap = pass_gap * visits / sampled if sampled > 0 else 0.0
-    P.pass_cost = cost
-    P.n_active = n_active
-    # liblinear's thresholds: shrink next epoch only against this epoch's extreme violations
-    P.pg_max_old = pg_max if pg_max > 0.0 else INFINITY
-    P.pg_min_old = pg_min if pg_min < 0.0 else -INFINITY
+    _pass_end(P, &S, n_active)
+
+
+# ---------------------------------------------------------------------------------------
+# the threaded pass: feature-owned writes (docs/benchmarks.md, "Threads")
+#
+# Thread t takes a slice of the shuffled active rows and owns a range of features (ranges
+# cut at equal shares of the nonzeros). A step reads the whole row's score from the shared
+# w, writes its own features' part of the step, and sends (row, coefficient) to each other
+# thread whose features the row has; that thread applies its part when it next drains its
+# rings. So every entry of w has one writer, no update is lost, and after the pass
+# w = X^T alpha / (lam n) as in the serial pass; but a score may miss the last few steps
+# on other threads' features, so the iterates depend on timing (the exact gap check, from
+# w recomputed from alpha, is the guarantee). Used on rows that are nearly orthogonal
+# (OWNED_MAX_COHERENCE); a check whose dual fell undoes the passes since the last check
+# and goes on serially.
+
+# rows per thread below which the threads cost more than they save
+cdef Py_ssize_t OWNED_MIN_ROWS = 1000
+# two conditions of rows that stale scores do not throw off: features in few rows on
+# average (nnz / d: news20 2.8, IMDB 3.6; reuters 37 and a random 2000 x 300 problem with 100
+# rows per feature stalled) and ||mean row||^2 / mean ||row||^2 small (a9a: 0.45, its
+# squared hinge diverged; news20, IMDB 0.02-0.03)
+cdef double OWNED_MAX_ROWS_PER_FEATURE = 8.0
+cdef double OWNED_MAX_COHERENCE = 0.08
+
+
+def _owned_limits(limits=None):
+    """The threaded pass's (rows per feature, coherence) limits; a pair sets them (tests
+    force threads on rows they would not take, to reach the fall-back). Returns the limits
+    before the call."""
+    global OWNED_MAX_ROWS_PER_FEATURE, OWNED_MAX_COHERENCE
+    old = (OWNED_MAX_ROWS_PER_FEATURE, OWNED_MAX_COHERENCE)
+    if limits is not None:
+        OWNED_MAX_ROWS_PER_FEATURE, OWNED_MAX_COHERENCE = map(float, limits)
+    return old
+
+
+ctypedef struct OwnedPass:
+    int threads
+    Py_ssize_t* cut        # n x (threads - 1): where row p's entries of thread t's features
+                           # start, t = 1 .. threads - 1 (indices sorted within rows)
+    SpscRing* ring         # threads x threads: ring[src * threads + dst]
+    void* ring_block       # the allocation ring lies in (aligned to a cache line)
+    PassSums* sums         # per thread
+    Py_ssize_t* active     # per thread: rows of its slice not shrunk
+    long long* done        # per thread, 8 apart (own cache lines): its slice is finished
+    Py_ssize_t* buf        # n: the active set put back together after the pass
+    Py_ssize_t* first      # threads + 1: thread t owns features [first[t], first[t + 1])
+    int failed             # the team was smaller than asked (nested parallelism)
+
+
+cdef inline Py_ssize_t _seg_lo(const OwnedPass* O, const index_t* indptr, Py_ssize_t p,
+                               int t) noexcept nogil:
+    return indptr[p] if t == 0 else O.cut[p * (O.threads - 1) + t - 1]
+
+
+cdef inline Py_ssize_t _seg_hi(const OwnedPass* O, const index_t* indptr, Py_ssize_t p,
+                               int t) noexcept nogil:
+    return indptr[p + 1] if t == O.threads - 1 else O.cut[p * (O.threads - 1) + t]
+
+
+cdef void _owned_free(OwnedPass* O) noexcept nogil:
+    cdef int t
+    if O.ring != NULL:
+        for t in range(O.threads * O.threads):
+            spsc_free(&O.ring[t])
+    free(O.cut)
+    free(O.ring_block)
+    free(O.sums)
+    free(O.active)
+    free(O.done)
+    free(O.buf)
+    free(O.first)
+    O.first = NULL
+    O.cut = NULL
+    O.ring = NULL
+    O.ring_block = NULL
+    O.sums = NULL
+    O.active = NULL
+    O.done = NULL
+    O.buf = NULL
+
+
+cdef bint _owned_setup(const floating* data, const index_t* indices, const index_t* indptr,
+                       SdcaProblem* P, const SdcaOptions* opt, int threads,
+                       OwnedPass* O) noexcept nogil:
+    """Whether the passes run in ``threads`` threads (then O is ready): plain rows in
+    random permutations, sorted indices, enough rows, nearly orthogonal rows. Uses w as
+    scratch (sdca_run sets it afterwards)."""
+    cdef Py_ssize_t p, k, j, n = P.n, d = P.d, nnz = indptr[P.n_rows], lo, hi, mid
+    cdef Py_ssize_t stride, rows
+    cdef double mean_row = 0.0, rows_sq = 0.0, share
+    cdef int t
+    memset(O, 0, sizeof(OwnedPass))
+    if (threads < 2 or not DS_HAVE_ATOMICS or not DS_HAVE_OPENMP or P.point != NULL
+            or P.n_rows != n or opt.sampling != SAMPLE_PERMUTATION
+            or n < OWNED_MIN_ROWS * threads or nnz == 0 or nnz > OWNED_MAX_ROWS_PER_FEATURE * d):
+        return False
+    for p in range(n):
+        for k in range(indptr[p] + 1, indptr[p + 1]):
+            if indices[k] <= indices[k - 1]:
+                return False
+    # both estimates below read every stride-th row (about 2^20 nonzeros in all): the setup
+    # stays a fraction of a pass
+    stride = 1 + nnz // (1 << 20)
+    rows = (n + stride - 1) // stride
+    # coherence ||mean row||^2 / mean ||row||^2 (the bias column left out)
+    memset(P.w, 0, d * sizeof(double))
+    p = 0
+    while p < n:
+        for k in range(indptr[p], indptr[p + 1]):
+            P.w[indices[k]] += data[k]
+        rows_sq += P.sqnorm[p] - P.bias * P.bias
+        p += stride
+    for j in range(d):
+        mean_row += (P.w[j] / rows) * (P.w[j] / rows)
+    if not mean_row <= OWNED_MAX_COHERENCE * rows_sq / rows:
+        return False
+    O.threads = threads
+    O.cut = <Py_ssize_t*>malloc(n * (threads - 1) * sizeof(Py_ssize_t))
+    O.ring = spsc_alloc(threads * threads, &O.ring_block)
+    O.sums = <PassSums*>malloc(threads * sizeof(PassSums))
+    O.active = <Py_ssize_t*>malloc(threads * sizeof(Py_ssize_t))
+    O.done = <long long*>calloc(8 * threads, sizeof(long long))
+    O.buf = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    O.first = <Py_ssize_t*>malloc((threads + 1) * sizeof(Py_ssize_t))
+    if (O.cut == NULL or O.ring == NULL or O.sums == NULL or O.active == NULL
+            or O.done == NULL or O.buf == NULL or O.first == NULL):
+        _owned_free(O)
+        return False
+    for t in range(threads * threads):
+        if spsc_init(&O.ring[t], max(256, 16384 // threads)) != 0:
+            _owned_free(O)
+            return False
+    # feature ranges at equal shares of the nonzeros: first feature of thread t in w's
+    # scratch as the cumulative count (a double is exact up to 2^53 nonzeros)
+    memset(P.w, 0, d * sizeof(double))
+    p = 0
+    while p < n:
+        for k in range(indptr[p], indptr[p + 1]):
+            P.w[indices[k]] += 1.0
+        p += stride
+    for j in range(1, d):
+        P.w[j] += P.w[j - 1]
+    O.first[0], O.first[threads] = 0, d
+    for t in range(1, threads):
+        share = P.w[d - 1] * t / threads
+        lo, hi = 0, d
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if P.w[mid] <= share:
+                lo = mid + 1
+            else:
+                hi = mid
+        O.first[t] = lo
+    for p in range(n):
+        for t in range(1, threads):
+            share = P.w[d - 1] * t / threads
+            # the row's first entry whose feature lies past the share (binary search)
+            lo, hi = indptr[p], indptr[p + 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if P.w[indices[mid]] <= share:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            O.cut[p * (threads - 1) + t - 1] = lo
+    return True
+
+
+cdef inline void _owned_apply(const floating* data, const index_t* indices,
+                              const index_t* indptr, SdcaProblem* P, const OwnedPass* O,
+                              int t, Py_ssize_t p, double c) noexcept nogil:
+    """Thread t's part of the step c x_p: its features (and the bias, last thread's)."""
+    cdef Py_ssize_t lo = _seg_lo(O, indptr, p, t), hi = _seg_hi(O, indptr, p, t)
+    if hi > lo:
+        sparse_axpy(c, data + lo, indices + lo, hi - lo, P.w)
+    if t == O.threads - 1 and P.bias != 0.0:
+        P.w[P.d] += c * P.bias
+
+
+cdef inline void _owned_drain(const floating* data, const index_t* indices,
+                              const index_t* indptr, SdcaProblem* P, OwnedPass* O,
+                              int t) noexcept nogil:
+    """Apply the steps the other threads sent to thread t."""
+    cdef int u
+    cdef SpscRing* r
+    cdef long long e, ready
+    cdef Py_ssize_t nxt, lo
+    for u in range(O.threads):
+        if u == t:
+            continue
+        r = &O.ring[u * O.threads + t]
+        ready = spsc_ready(r)
+        if ready == r.head:
+            continue
+        for e in range(r.head, ready):
+            if e + 2 < ready:
+                nxt = r.row[(e + 2) % r.cap]
+                lo = _seg_lo(O, indptr, nxt, t)
+                prefetch_row(data + lo, indices + lo, _seg_hi(O, indptr, nxt, t) - lo)
+            _owned_apply(data, indices, indptr, P, O, t, r.row[e % r.cap], r.coef[e % r.cap])
+        spsc_release(r, ready)
+
+
+cdef inline bint _owned_sends(const OwnedPass* O, const SdcaProblem* P,
+                              const index_t* indptr, Py_ssize_t p, int u) noexcept nogil:
+    return (_seg_hi(O, indptr, p, u) > _seg_lo(O, indptr, p, u)
+            or (u == O.threads - 1 and P.bias != 0.0))
+
+
+cdef void _owned_share(const floating* data, const index_t* indices, const index_t* indptr,
+                       SdcaProblem* P, const SdcaOptions* opt, double relax, OwnedPass* O,
+                       int t, Py_ssize_t n_active) noexcept nogil:
+    """Thread t's slice of the pass (positions [lo, hi) of the shuffled active set)."""
+    cdef int T = O.threads, u
+    cdef Py_ssize_t lo = n_active * t // T, end = n_active * (t + 1) // T, k, i, nxt
+    cdef Py_ssize_t start, nnz
+    cdef Py_ssize_t* index = P.index
+    cdef PassSums sums               # on this thread's stack: O.sums side by side would
+    cdef PassSums* S = &sums         # put both threads' counters on one cache line
+    cdef bint shrink = _shrinks(P, opt), estimate = opt.check_every != 1
+    cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
+    cdef Py_ssize_t stride = 1 + n_active // 4096
+    cdef double z, a, c, scale = 1.0 / (P.lam * P.n)
+    cdef bint all_done
+    _sums_init(S)
+    k = lo
+    while k < end:
+        if k + 2 < end:
+            nxt = index[k + 2]
+            prefetch_row(data + indptr[nxt], indices + indptr[nxt], indptr[nxt + 1] - indptr[nxt])
+        i = index[k]
+        start = indptr[i]
+        nnz = indptr[i + 1] - start
+        z = sparse_dot(data + start, indices + start, nnz, P.w) + P.offset
+        if P.bias != 0.0:
+            z += P.bias * P.w[P.d]
+        S.cost += nnz + 16
+        if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, S, &a):
+            end -= 1
+            index[k] = index[end]
+            index[end] = i
+            continue
+        if a != P.alpha[i]:
+            c = (a - P.alpha[i]) * scale
+            P.alpha[i] = a
+            _owned_apply(data, indices, indptr, P, O, t, i, c)
+            for u in range(T):
+                if u != t and _owned_sends(O, P, indptr, i, u):
+                    while spsc_full(&O.ring[t * T + u]):
+                        _owned_drain(data, indices, indptr, P, O, t)
+                        DS_CPU_RELAX()
+                    spsc_push(&O.ring[t * T + u], i, c)
+        k += 1
+        if (k - lo) % SPSC_PUBLISH == 0:
+            _owned_drain(data, indices, indptr, P, O, t)
+    O.active[t] = end - lo
+    O.sums[t] = sums
+    for u in range(T):
+        if u != t:
+            spsc_flush(&O.ring[t * T + u])
+    DS_STORE_RELEASE(&O.done[8 * t], 1)
+    while True:
+        # every other slice finished (and so flushed) before this drain: nothing can follow
+        all_done = True
+        for u in range(T):
+            if u != t and DS_LOAD_ACQUIRE(&O.done[8 * u]) == 0:
+                all_done = False
+        _owned_drain(data, indices, indptr, P, O, t)
+        if all_done:
+            break
+        DS_CPU_RELAX()
+
+
+cdef void _resync_owned(const floating* data, const index_t* indices, const index_t* indptr,
+                        SdcaProblem* P, OwnedPass* O) noexcept nogil:
+    """_resync with thread t summing its features only: each entry of w adds the same
+    terms in the same order as one thread does, so w is the serial one bit for bit."""
+    cdef int T = O.threads, t
+    cdef Py_ssize_t p, lo
+    cdef double scale = 1.0 / (P.lam * P.n)
+    O.failed = 0
+    with parallel(num_threads=T):
+        t = threadid()
+        if DS_TEAM_SIZE() != T:
+            O.failed = 1
+        else:
+            lo = O.first[t]
+            memset(P.w + lo, 0, (O.first[t + 1] - lo + (t == T - 1 and P.bias != 0.0))
+                   * sizeof(double))
+            for p in range(P.n):
+                if P.alpha[p] != 0.0:
+                    _owned_apply(data, indices, indptr, P, O, t, p, P.alpha[p] * scale)
+    if O.failed:
+        _resync(data, indices, indptr, P)
+
+
+cdef inline void _resync_with(const floating* data, const index_t* indices,
+                              const index_t* indptr, SdcaProblem* P,
+                              OwnedPass* O) noexcept nogil:
+    """_resync, in threads when the passes were set up for them (O not NULL)."""
+    if O != NULL:
+        _resync_owned(data, indices, indptr, P, O)
+    else:
+        _resync(data, indices, indptr, P)
+
+
+cdef bint _epoch_owned(const floating* data, const index_t* indices, const index_t* indptr,
+                       SdcaProblem* P, const SdcaOptions* opt, double relax,
+                       OwnedPass* O) noexcept nogil:
+    """One pass in O.threads threads; False (nothing done) when the team came out smaller."""
+    cdef int T = O.threads, t
+    cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos
+    cdef PassSums S
+    rng_shuffle(&P.rng, P.index, n_active)
+    for t in range(T * T):
+        spsc_reset(&O.ring[t])
+    for t in range(T):
+        O.done[8 * t] = 0
+    O.failed = 0
+    with parallel(num_threads=T):
+        t = threadid()
+        if DS_TEAM_SIZE() != T:
+            O.failed = 1         # no thread has started: the others do the same
+        else:
+            _owned_share(data, indices, indptr, P, opt, relax, O, t, n_active)
+    if O.failed:
+        return False
+    _sums_init(&S)
+    for t in range(T):
+        S.pass_gap += O.sums[t].pass_gap
+        S.shrunk_gap += O.sums[t].shrunk_gap
+        S.cost += O.sums[t].cost
+        S.pg_max = max(S.pg_max, O.sums[t].pg_max)
+        S.pg_min = min(S.pg_min, O.sums[t].pg_min)
+        S.visits += O.sums[t].visits
+        S.sampled += O.sums[t].sampled
+    # the active set in one piece again: each slice's active rows, then the rows shrunk
+    # this pass (the ones shrunk before stay where they are, past n_active)
+    for t in range(T):
+        lo = n_active * t // T
+        for pos in range(lo, lo + O.active[t]):
+            O.buf[m] = P.index[pos]
+            m += 1
+    for t in range(T):
+        lo, hi = n_active * t // T, n_active * (t + 1) // T
+        for pos in range(lo + O.active[t], hi):
+            O.buf[m] = P.index[pos]
+            m += 1
+    memcpy(P.index, O.buf, n_active * sizeof(Py_ssize_t))
+    m = 0
+    for t in range(T):
+        m += O.active[t]
+    _pass_end(P, &S, m)
+    return True
 
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
@@ -399,7 +792,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     """Solve to ``gap_certifies`` (status.pxd: gap <= tol * D, or the rounding floor of
     P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
-    cdef double primal, dual, gap, p0 = 0.0, target, floor, estimate, predicted = NAN
+    cdef double primal, dual, gap, p0 = 0.0, target, floor, estimate, predicted = NAN, relax
     # work model (deterministic: the schedule must not depend on timing, since with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
     cdef CheckSchedule sched
@@ -408,6 +801,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef bint checked, certify, cold = True
     cdef double values[SDCA_HOOK_VALUES]
     cdef int threads = opt.n_threads if opt.n_threads > 1 else 1
+    cdef OwnedPass owned
+    cdef bint threaded = False
+    cdef double* kept = NULL         # alpha at the last check of threaded passes
+    cdef double kept_dual = -INFINITY, kept_gap = INFINITY
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
@@ -416,6 +813,12 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             start = indptr[i]
             P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start)
         P.sqnorm[i] += P.bias * P.bias
+    res.threaded_epochs = 0
+    if threads > 1 and _owned_setup(data, indices, indptr, P, opt, threads, &owned):
+        kept = <double*>malloc(P.n * sizeof(double))
+        threaded = kept != NULL
+        if not threaded:
+            _owned_free(&owned)
     for i in range(P.n):
         P.index[i] = i
         p0 += _weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
@@ -433,7 +836,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if cold:
         _zero_start(P, &primal, &dual, &gap)
     else:
-        _resync(data, indices, indptr, P)
+        _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
         dual = _dual_value(P) if not opt.check_start else 0.0
         if dual > 0.0:          # the schedule's target from D alone; the gap is unknown
             primal, gap = NAN, NAN
@@ -443,6 +846,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
     target = schedule_target(primal, dual, opt.tol, floor)
+    if threaded:
+        memcpy(kept, P.alpha, P.n * sizeof(double))
+        kept_dual = dual if dual == dual else -INFINITY
+        kept_gap = gap if gap == gap else INFINITY
     if hook != NULL:
         values[0], values[1], values[2], values[3] = primal, dual, gap, NAN
         values[4] = <double>P.n_active
@@ -452,8 +859,11 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                          and loss_conj_quadratic(&P.loss))
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
-        _epoch(data, indices, indptr, P, opt,
-               opt.relaxation if relaxes and epoch > opt.relax_after else 1.0)
+        relax = opt.relaxation if relaxes and epoch > opt.relax_after else 1.0
+        if threaded and _epoch_owned(data, indices, indptr, P, opt, relax, &owned):
+            res.threaded_epochs += 1
+        else:
+            _epoch(data, indices, indptr, P, opt, relax)
         estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
                                      target, &predicted)
@@ -461,12 +871,30 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync(data, indices, indptr, P)
+                _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
             _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
+            if threaded:
+                if not (dual >= kept_dual - 1e-9 * fabs(kept_dual)) or primal != primal:
+                    # stale scores overshot: back to the last check (every row active
+                    # again: the shrinking was decided on the undone iterates), serial
+                    # from here on
+                    memcpy(P.alpha, kept, P.n * sizeof(double))
+                    threaded = False
+                    P.n_active = P.n
+                    P.pg_max_old = INFINITY
+                    P.pg_min_old = -INFINITY
+                    _resync_with(data, indices, indptr, P, &owned)
+                    _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
+                else:
+                    # a gap not halved since the last check: the stale scores stall
+                    threaded = not (gap > 0.5 * kept_gap)
+                    memcpy(kept, P.alpha, P.n * sizeof(double))
+                    kept_dual = dual
+                    kept_gap = gap
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync(data, indices, indptr, P)
+                _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
                 _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
@@ -479,6 +907,9 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             values[3] = estimate
             values[4] = <double>P.n_active
             res.status = report_epoch(hook, ctx, epoch, values, res.status)
+    if kept != NULL:
+        _owned_free(&owned)
+        free(kept)
     res.n_epochs = epoch
     res.primal = primal
     res.dual = dual
@@ -536,7 +967,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
           double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
           double offset=0.0, int n_threads=1, scores=None, bint check_start=True,
-          double relaxation=1.0, Py_ssize_t relax_after=0):
+          double relaxation=1.0, Py_ssize_t relax_after=0, dict stats=None):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
@@ -548,7 +979,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``n_threads``, ``check_start``, ``relaxation`` and ``relax_after`` (see SdcaOptions);
     ``scores``, a float64 array of n
     that receives the scores of the last exact check (after convergence: X w + offset at
-    the returned w). Returns (status, n_epochs, primal, dual, gap, p0).
+    the returned w); ``stats``, a dict that receives ``threaded_epochs`` (passes run in
+    threads). Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -599,4 +1031,6 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.relax_after = relax_after
     with nogil:
         sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    if stats is not None:
+        stats["threaded_epochs"] = res.threaded_epochs
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

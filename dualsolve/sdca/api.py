@@ -134,7 +134,11 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         Dual variables to start from (e.g. a model trained at a nearby ``lam``).
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem: the exact checks in threads, and on wide, nearly orthogonal sorted rows
+        (TF-IDF text) the passes too, each thread writing its own range of features; then
+        the iterates depend on timing and the certificate is the guarantee
+        (``params["threaded_epochs"]`` counts those passes).
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
     class_weight : dict label -> weight >= 0, or "balanced", optional
@@ -203,15 +207,18 @@ def _engine(p, o, mon):
     # exact check of it (it is never optimal), and the training rows' scores x_i.w + b kept
     # as extra["margins"] (the primal-dual family's name) for the next start
     scores = np.empty(p.n) if p.path_start else None
+    stats = {}
     status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
-        check_start=not p.path_start,
+        check_start=not p.path_start, stats=stats,
         **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None,
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
-    info = dict(p0=p0, start_rule=p.start_rule) if p.start_rule else dict(p0=p0)
+    info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"])
+    if p.start_rule:
+        info["start_rule"] = p.start_rule
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=info, extra=extra)
