@@ -10,6 +10,7 @@ the two counters' cache lines from bouncing between cores on every row. The coun
 cache lines of their own (``_pad*``)."""
 from libc.stdint cimport uintptr_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 
 cdef extern from *:
     """
@@ -69,13 +70,11 @@ cdef inline SpscRing* spsc_alloc(Py_ssize_t count, void** block) noexcept nogil:
     ``block[0]`` when done."""
     cdef size_t size = count * sizeof(SpscRing)
     cdef char* raw = <char*>malloc(size + 64)
-    cdef Py_ssize_t k
     block[0] = raw
     if raw == NULL:
         return NULL
     raw = raw + (64 - (<uintptr_t>raw) % 64) % 64
-    for k in range(<Py_ssize_t>size):
-        raw[k] = 0
+    memset(raw, 0, size)
     return <SpscRing*>raw
 
 

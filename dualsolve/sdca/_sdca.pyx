@@ -501,14 +501,7 @@ cdef void _owned_free(OwnedPass* O) noexcept nogil:
     free(O.done)
     free(O.buf)
     free(O.first)
-    O.first = NULL
-    O.cut = NULL
-    O.ring = NULL
-    O.ring_block = NULL
-    O.sums = NULL
-    O.active = NULL
-    O.done = NULL
-    O.buf = NULL
+    memset(O, 0, sizeof(OwnedPass))
 
 
 cdef bint _owned_setup(const floating* data, const index_t* indices, const index_t* indptr,
