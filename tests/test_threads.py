@@ -145,8 +145,8 @@ def test_sigint_stops_classes_in_threads_within_a_second():
 
 
 # ---------------------------------------------------------------------------------------
-# one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks in threads; the
-# passes stay serial)
+# one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks and the resync in
+# threads; the passes too on wide, nearly orthogonal rows, "the threaded pass")
 
 
 def _sparse_problem(n, d, seed=0, per_row=15):
@@ -265,12 +265,18 @@ def test_threads_on_coherent_rows_fall_back_and_converge(loss):
                                rtol=1e-9, atol=1e-12)
 
 
-def test_sigint_stops_a_threaded_solve_within_a_second():
-    X, y = _sparse_problem(20000, 300)
+# serial passes with threaded checks (300 features), and threaded passes (200,000)
+@pytest.mark.parametrize("d", [300, 200_000])
+def test_sigint_stops_a_threaded_solve_within_a_second(d):
+    X, y = _sparse_problem(20000, d)
     exc, waited = interrupted(lambda cb: ds.train_sdca(X, y, tol=0.0, max_epochs=2**31 - 1,
                                                         callback=cb, n_jobs=2))
     assert waited < 1.0, waited
     assert exc.model.stop_reason == "interrupted"
+    if d > 300 and _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
+        assert exc.model.params["threaded_epochs"] > 0
+    if d > 300 and _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
+        assert exc.model.params["threaded_epochs"] > 0
 
 
 def test_command_line_threads(tmp_path, capsys):
