@@ -15,16 +15,18 @@ class ConvergenceWarning(UserWarning):
 
 
 class CSRInput:
-    """The three CSR arrays of a checked matrix plus its shape (views, not copies), and the
-    squared row norms computed by the validating pass (None when it was skipped)."""
+    """The three CSR arrays of a checked matrix plus its shape (views, not copies), and what
+    the validating pass found: the squared row norms (None when it was skipped) and whether
+    every row's indices strictly increase (``sorted_rows``; False when unknown)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "source", "sqnorm")
+    __slots__ = ("data", "indices", "indptr", "shape", "source", "sqnorm", "sorted_rows")
 
-    def __init__(self, data, indices, indptr, shape, source, sqnorm=None):
+    def __init__(self, data, indices, indptr, shape, source, sqnorm=None, sorted_rows=False):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = shape
         self.source = source        # the matrix the arrays belong to (keeps them alive)
         self.sqnorm = sqnorm
+        self.sorted_rows = sorted_rows
 
 
 def check_csr(X, name="X", dtype=None):
@@ -90,7 +92,7 @@ def check_csr(X, name="X", dtype=None):
     from dualsolve._core import csr as _csr
     code, row, pos, sqnorm, strict = _csr.check_structure(data, indices, indptr, d)
     if code == _csr.STRUCT_OK:
-        return CSRInput(data, indices, indptr, (n, d), X, sqnorm)
+        return CSRInput(data, indices, indptr, (n, d), X, sqnorm, bool(strict))
     if code == _csr.STRUCT_DUPLICATE:
         # the precomputed row norms and the grouped updates assume each column once per row
         warnings.warn(f"{name} has duplicate entries in some rows (first in row {row}); summing "

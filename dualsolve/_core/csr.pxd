@@ -98,6 +98,20 @@ cdef inline void sparse_axpy_odd(double a, const floating* data, const index_t* 
         pair[2 * <Py_ssize_t>ind[k] + 1] += a * data[k]
 
 
+cdef inline Py_ssize_t sorted_row_find(const index_t* ind, Py_ssize_t nnz,
+                                       Py_ssize_t value) noexcept nogil:
+    """The first position k of a row with strictly increasing indices where ind[k] >= value
+    (nnz when there is none): binary search."""
+    cdef Py_ssize_t lo = 0, hi = nnz, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ind[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef inline double sparse_sqnorm(const floating* data, Py_ssize_t nnz) noexcept nogil:
     """sum_k data[k]^2 (duplicate indices are treated as separate entries; see csr_row_sqnorms)."""
     cdef double s = 0.0

@@ -67,6 +67,9 @@ ctypedef struct SdcaProblem:
     double* alpha             # in/out: dual iterate (a warm start when nonzero)
     double* sqnorm            # n_points: ||x_p||^2 (+ bias^2 added by sdca_run); work if not
     int sqnorm_given          # given. 1: sqnorm already holds ||x_p||^2 (required with mixing)
+    int rows_sorted           # 1: every row's indices strictly increase (the caller checked,
+                              # as dualsolve's validation does); 0: sdca_run checks when the
+                              # threaded pass needs to know
     double* z                 # work, n: scores of the coordinates at the last gap check
     Py_ssize_t* index         # work, n: active coordinates in [0, n_active), shrunk after
     Py_ssize_t n_active

@@ -29,16 +29,16 @@ from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, report_epoch,
                                      gap_certifies, gap_floor)
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
-                                  prefetch_row)
+                                  prefetch_row, sorted_row_find)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, loss_conj_quadratic, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
-from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init, spsc_free, spsc_full,
-                                   spsc_push, spsc_flush, spsc_reset, spsc_ready,
-                                   spsc_release, DS_LOAD_ACQUIRE, DS_STORE_RELEASE,
-                                   DS_CPU_RELAX, DS_TEAM_SIZE, DS_HAVE_ATOMICS,
-                                   DS_HAVE_OPENMP)
+from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init,
+                                   spsc_free, spsc_full, spsc_push, spsc_flush, spsc_reset,
+                                   spsc_ready, spsc_release, DS_LOAD_ACQUIRE,
+                                   DS_STORE_RELEASE, DS_CPU_RELAX, DS_TEAM_SIZE,
+                                   DS_HAVE_ATOMICS, DS_HAVE_OPENMP)
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -83,6 +83,7 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.alpha = alpha
     P.sqnorm = sqnorm
     P.sqnorm_given = 0
+    P.rows_sorted = 0
     P.z = z
     P.index = index
 
@@ -510,7 +511,7 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
     """Whether the passes run in ``threads`` threads (then O is ready): plain rows in
     random permutations, sorted indices, enough rows, nearly orthogonal rows. Uses w as
     scratch (sdca_run sets it afterwards)."""
-    cdef Py_ssize_t p, k, j, n = P.n, d = P.d, nnz = indptr[P.n_rows], lo, hi, mid
+    cdef Py_ssize_t p, k, j, n = P.n, d = P.d, nnz = indptr[P.n_rows]
     cdef Py_ssize_t stride, rows
     cdef double mean_row = 0.0, rows_sq = 0.0, share
     cdef int t
@@ -519,10 +520,11 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
             or P.n_rows != n or opt.sampling != SAMPLE_PERMUTATION
             or n < OWNED_MIN_ROWS * threads or nnz == 0 or nnz > OWNED_MAX_ROWS_PER_FEATURE * d):
         return False
-    for p in range(n):
-        for k in range(indptr[p] + 1, indptr[p + 1]):
-            if indices[k] <= indices[k - 1]:
-                return False
+    if not P.rows_sorted:
+        for p in range(n):
+            for k in range(indptr[p] + 1, indptr[p + 1]):
+                if indices[k] <= indices[k - 1]:
+                    return False
     # both estimates below read every stride-th row (about 2^20 nonzeros in all): the setup
     # stays a fraction of a pass
     stride = 1 + nnz // (1 << 20)
@@ -566,28 +568,17 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
     for j in range(1, d):
         P.w[j] += P.w[j - 1]
     O.first[0], O.first[threads] = 0, d
+    j = 0
     for t in range(1, threads):
         share = P.w[d - 1] * t / threads
-        lo, hi = 0, d
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if P.w[mid] <= share:
-                lo = mid + 1
-            else:
-                hi = mid
-        O.first[t] = lo
+        while j < d and P.w[j] <= share:
+            j += 1
+        O.first[t] = j
+    # each row's entries split at those features
     for p in range(n):
         for t in range(1, threads):
-            share = P.w[d - 1] * t / threads
-            # the row's first entry whose feature lies past the share (binary search)
-            lo, hi = indptr[p], indptr[p + 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if P.w[indices[mid]] <= share:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            O.cut[p * (threads - 1) + t - 1] = lo
+            O.cut[p * (threads - 1) + t - 1] = indptr[p] + sorted_row_find(
+                indices + indptr[p], indptr[p + 1] - indptr[p], O.first[t])
     return True
 
 
@@ -960,7 +951,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           mon, sqnorm=None, point=None, weight=None, mix=None, int step_rule=STEP_EXACT,
           double step_gamma=0.0, int approx_tight=1, int paper_gamma=0, grid=None,
           double offset=0.0, int n_threads=1, scores=None, bint check_start=True,
-          double relaxation=1.0, Py_ssize_t relax_after=0, dict stats=None):
+          double relaxation=1.0, Py_ssize_t relax_after=0, dict stats=None,
+          bint rows_sorted=False):
     """Run sdca_run on validated arrays (w and alpha are written in place), reporting
     every epoch to ``mon`` (which must expect SDCA_HOOK_VALUES values).
 
@@ -973,7 +965,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``scores``, a float64 array of n
     that receives the scores of the last exact check (after convergence: X w + offset at
     the returned w); ``stats``, a dict that receives ``threaded_epochs`` (passes run in
-    threads). Returns (status, n_epochs, primal, dual, gap, p0).
+    threads); ``rows_sorted``, that every row's indices strictly increase (the validation
+    found it; spares the threaded pass its own check). Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -1000,6 +993,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     sdca_problem_init(&P, n, n_features, &y[0], make_loss(loss, param), lam, bias, &w[0],
                       &alpha[0], &sqnorm_v[0], &z_v[0], &index_v[0])
     P.sqnorm_given = sqnorm_given
+    P.rows_sorted = rows_sorted
     P.offset = offset
     P.n_points = n_points
     P.n_rows = n_rows

@@ -212,7 +212,7 @@ def _engine(p, o, mon):
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
-        check_start=not p.path_start, stats=stats,
+        check_start=not p.path_start, stats=stats, rows_sorted=p.X.sorted_rows,
         **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None,
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
