@@ -626,7 +626,8 @@ cdef inline bint _owned_sends(const OwnedPass* O, const SdcaProblem* P,
 cdef void _owned_share(const floating* data, const index_t* indices, const index_t* indptr,
                        SdcaProblem* P, const SdcaOptions* opt, double relax, OwnedPass* O,
                        int t, Py_ssize_t n_active) noexcept nogil:
-    """Thread t's slice of the pass (positions [lo, hi) of the shuffled active set)."""
+    """Thread t's slice of the pass: positions [lo, end) of the shuffled active set (end
+    moves down as rows are shrunk away)."""
     cdef int T = O.threads, u
     cdef Py_ssize_t lo = n_active * t // T, end = n_active * (t + 1) // T, k, i, nxt
     cdef Py_ssize_t start, nnz
