@@ -11,6 +11,8 @@ runs (the compiled loops trust the arrays they validated); runs the engine with 
 The same descriptions drive the command line (``dualsolve solvers``, ``train -s NAME``),
 the contract test and the table of ``docs/api.md``.
 """
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -99,7 +101,6 @@ class Problem:
     codes: Optional[np.ndarray] = None  # more than two classes: each row's class index
     weight: Optional[np.ndarray] = None  # per-row loss weights (solvers with weights=True)
     label: str = ""             # which sub-problem this is, for warnings (" (class c vs rest)")
-    from_path: bool = False     # solved by regularization_path (for the warnings' stacklevel)
     path_start: bool = False    # warm_start was extrapolated along lam (dualsolve._warm_path):
                                 # SDCA skips its exact check and keeps the training margins
     start_rule: str = ""        # which extrapolation gave it (kept in the model's params)
@@ -335,11 +336,21 @@ def _build_model(solver, p, options, res, mon):
                            classes=p.classes, extra=res.extra, **res.model_kwargs)
 
 
+def _user_stacklevel():
+    """warnings.warn's stacklevel, called from here, of the first frame outside the
+    package: the user's call of train_*, regularization_path, cross_validate, ..."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _warn(solver, p, res, mon, model):
     name = solver.function_name + p.label
-    # the caller of train_*: above _warn, run, solve, fit (and fit_one_vs_rest for a
-    # sub-problem); regularization_path calls solve itself, one frame less than fit
-    level = (7 if p.label else 6) - (1 if p.from_path else 0)
+    level = _user_stacklevel()
     # tol = 0 asks for the whole budget: ending there is what was asked
     if model.stop_reason == "max_epochs" and p.max_epochs > 0 and p.tol > 0:
         reached = ""

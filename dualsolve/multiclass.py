@@ -16,12 +16,12 @@ With k > 2 classes, ``train_*`` solves k binary problems, class c (+1) against t
 The callback sees ``info["class"]`` (the class index); returning True stops the whole fit.
 ``warm_start`` may be a one-vs-rest Model of the same classes (its row c starts class c).
 """
-import concurrent.futures
 import dataclasses
 
 import numpy as np
 
 from ._monitor import StopRequest
+from ._threads import side_by_side
 from .model import Model
 
 #: which stop reason a multi-class fit reports when its classes ended differently
@@ -37,13 +37,15 @@ def fit_one_vs_rest(solver, p, options, run):
     k = p.classes.shape[0]
     starts = class_warm_starts(p.warm_start, p.classes)
     workers = min(p.n_jobs, k)
-    stop = StopRequest() if workers > 1 else None
+    # the classes' own stop request in threads; else the one of solves beside this fit
+    # (cross_validate's folds in threads), if any
+    stop = StopRequest() if workers > 1 else p.stop
     subs = [dataclasses.replace(
         p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]), codes=None,
         warm_start=starts[c], callback=_for_class(p.callback, c),
         label=f" (class {_label(p.classes[c])!r} vs rest)",
-        n_jobs=1 if stop else p.n_jobs, stop=stop) for c in range(k)]
-    if stop:
+        n_jobs=1 if workers > 1 else p.n_jobs, stop=stop) for c in range(k)]
+    if workers > 1:
         model = _in_threads(solver, subs, options, run, workers, p)
         model.params["n_jobs"] = p.n_jobs
         return model
@@ -71,33 +73,20 @@ def _in_threads(solver, subs, options, run, workers, p):
     carries the partial model (classes not started have zero weights)."""
     k = len(subs)
     stop = subs[0].stop
-    models, errors = [None] * k, [None] * k
 
     def one(c):
-        if stop.reason is not None:
-            return
         if p.verbose:
-            print(f"{solver.function_name}: class {_label(p.classes[c])!r} ({c + 1}/{k}) vs rest",
-                  flush=True)
-        try:
-            models[c] = run(solver, subs[c], options)
-        except BaseException as exc:      # noqa: B902 (the callback's, or Ctrl-C's)
-            errors[c] = exc
-            models[c] = getattr(exc, "model", None)
-            stop.set("interrupted" if isinstance(exc, KeyboardInterrupt) else "callback")
-            return
-        if models[c].stop_reason in ("callback", "interrupted"):
-            stop.set(models[c].stop_reason)
+            print(f"{solver.function_name}: class {_label(p.classes[c])!r} ({c + 1}/{k}) "
+                  "vs rest", flush=True)
+        model = run(solver, subs[c], options)
+        if model.stop_reason in ("callback", "interrupted"):
+            stop.set(model.stop_reason)
+        return model
 
-    interrupt = None
-    with concurrent.futures.ThreadPoolExecutor(workers, "dualsolve-ovr") as pool:
-        pending = {pool.submit(one, c) for c in range(k)}
-        while pending:
-            try:
-                _, pending = concurrent.futures.wait(pending, timeout=0.1)
-            except KeyboardInterrupt as exc:    # Ctrl-C: stop every class, then raise it
-                interrupt = interrupt or exc
-                stop.set("interrupted")
+    # each class a chain of one step (map calls one(c) when the chain is advanced)
+    results, errors, interrupt = side_by_side([map(one, [c]) for c in range(k)], workers,
+                                              stop, "dualsolve-ovr")
+    models = [r[0] if r else getattr(e, "model", None) for r, e in zip(results, errors)]
     error = interrupt or next((e for e in errors if e is not None), None)
     ran = [m for m in models if m is not None]
     if error is not None:

@@ -17,7 +17,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._driver import prepare, solve, solvers
+from ._driver import COMMON, prepare, solve, solvers
+from ._monitor import StopRequest
+from ._params import validate
+from ._threads import effective_n_jobs, side_by_side
 from ._validation import check_regularization, check_seed
 from ._warm_path import along_path
 
@@ -79,28 +82,51 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
     never optimal).
     """
     train, solver = _solver_of(trainer)
-    for key in ("lam", "C", "warm_start"):
+    _grid_keys_unset("regularization_path", params, ("lam", "C", "warm_start"))
+    return _path(train, solver, X, y, _check_grid(lams, Cs), params)
+
+
+def _grid_keys_unset(caller, params, keys):
+    for key in keys:
         if key in params:
-            raise TypeError(f"regularization_path sets {key!r} itself; pass the grid as "
-                            "lams or Cs")
-    name, arr, strength = _check_grid(lams, Cs)
+            raise TypeError(f"{caller} sets {key!r} itself; pass the grid as lams or Cs")
+
+
+def _prepared(train, solver, X, y, params, beside=None, **fixed):
+    """(Problem, options) of ``train(X, y, **fixed, **params)``, validated once. ``beside``
+    (``stop``, ``label``): a solve run in a thread beside others (cross_validate's folds),
+    one thread each, stopping when the shared stop request is set."""
+    args = inspect.signature(train).bind(X, y, **fixed, **params)
+    args.apply_defaults()
+    p, options = prepare(solver, dict(args.arguments))
+    if beside is not None:
+        p = dataclasses.replace(p, n_jobs=1, **beside)
+    return p, options
+
+
+def _path(train, solver, X, y, grid, params, beside=None):
+    """regularization_path's models, in the order of a checked grid (``_check_grid``)."""
+    models = [None] * grid[1].size
+    for i, model in _path_steps(train, solver, X, y, grid, params, beside):
+        models[i] = model
+    return models
+
+
+def _path_steps(train, solver, X, y, grid, params, beside=None):
+    """Yield ``(i, model)`` for grid point i, in the order solved (strongest first)."""
+    name, arr, strength = grid
     key = "lam" if name == "lams" else "C"
     order = np.argsort(-strength, kind="stable")
     # validate X, y and the options once, then solve along the grid (each solve certified)
-    args = inspect.signature(train).bind(X, y, **{key: float(arr[order[0]])}, **params)
-    args.apply_defaults()
-    p, options = prepare(solver, dict(args.arguments))
+    p, options = _prepared(train, solver, X, y, params, beside, **{key: float(arr[order[0]])})
     n_lam = solver.samples(p.n, options) if solver.samples else p.n
-    models = [None] * arr.size
     done = []
     for i in order:
         lam = check_regularization(float(arr[i]) if key == "lam" else None,
                                    float(arr[i]) if key == "C" else None, n_lam,
                                    allow_zero=solver.lam_zero)
-        done.append(solve(solver, along_path(dataclasses.replace(p, from_path=True),
-                                             done[-3:], lam, solver), options))
-        models[i] = done[-1]
-    return models
+        done.append(solve(solver, along_path(p, done[-3:], lam, solver), options))
+        yield i, done[-1]
 
 
 def _folds(y, n_folds, seed, stratified):
@@ -165,6 +191,12 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
     ``lams`` (or ``Cs``), the warm-started :func:`regularization_path` runs in every fold
     and the result has shape ``(len(grid), n_folds)``. ``params`` go to every call (not
     ``warm_start``).
+
+    ``n_jobs`` (in ``params``; -1 = every core) > 1 runs that many folds side by side in
+    threads, each solve on one thread (the engines release the GIL): the scores are those
+    of ``n_jobs=1`` bit for bit, memory holds that many folds' training rows at once, the
+    callback is called from those threads, and Ctrl-C (or an exception in one fold) stops
+    them all.
     """
     train, solver = _solver_of(trainer)
     if "warm_start" in params:
@@ -187,15 +219,39 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
     X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
     grid = None
     if lams is not None or Cs is not None:
-        name, arr, _ = _check_grid(lams, Cs)
-        grid = {name: arr}
-    scores = np.empty((1 if grid is None else arr.size, n_folds))
-    for k in range(n_folds):
+        _grid_keys_unset("cross_validate with a grid", params, ("lam", "C"))
+        grid = _check_grid(lams, Cs)
+    workers = min(effective_n_jobs(validate("n_jobs", params.get("n_jobs", 1),
+                                            COMMON["n_jobs"])), n_folds)
+    stop = StopRequest() if workers > 1 else None
+
+    def fold_scores(k):
+        """Yield ``(i, score)`` of the fold's model at grid point i (0 without a grid)."""
         test = fold == k
         Xtr, ytr, Xte, yte = X[~test], y[~test], X[test], y[test]
-        if grid is None:
-            models = [train(Xtr, ytr, **params)]
+        beside = None if stop is None else dict(stop=stop, label=f" (fold {k + 1})")
+        if grid is not None:
+            for i, model in _path_steps(train, solver, Xtr, ytr, grid, params, beside):
+                yield i, score(model, Xte, yte)
+        elif beside is None:
+            yield 0, score(train(Xtr, ytr, **params), Xte, yte)
         else:
-            models = regularization_path(train, Xtr, ytr, **grid, **params)
-        scores[:, k] = [score(m, Xte, yte) for m in models]
+            yield 0, score(solve(solver, *_prepared(train, solver, Xtr, ytr, params, beside)),
+                           Xte, yte)
+
+    scores = np.empty((1 if grid is None else grid[1].size, n_folds))
+    if stop is None:
+        per_fold = [list(fold_scores(k)) for k in range(n_folds)]
+    else:
+        # one more fold under way than threads: a path's solves from three folds share
+        # the two threads, so the last fold does not run alone
+        per_fold, errors, interrupt = side_by_side(
+            [fold_scores(k) for k in range(n_folds)], workers, stop, "dualsolve-cv",
+            active=workers + 1)
+        error = interrupt or next((e for e in errors if e is not None), None)
+        if error is not None:
+            raise error
+    for k, pairs in enumerate(per_fold):
+        for i, value in pairs:
+            scores[i, k] = value
     return scores[0] if grid is None else scores

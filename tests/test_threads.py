@@ -307,3 +307,98 @@ def test_threaded_gram_is_the_serial_one():
     a = ds.train_mixup_sdca(X, y, kernel="rbf", n_mix=100, tol=1e-8, n_jobs=1)
     b = ds.train_mixup_sdca(X, y, kernel="rbf", n_mix=100, tol=1e-8, n_jobs=2)
     assert a.dual.tobytes() == b.dual.tobytes()
+
+
+# ---------------------------------------------------------------------------------------
+# cross_validate's folds in threads (dualsolve/selection.py, _threads.side_by_side)
+
+
+def test_side_by_side_shares_the_workers_step_by_step():
+    """Chains advance one step at a time, at most ``active`` under way, in order; results
+    in each chain's order whatever the interleaving."""
+    import threading
+    from dualsolve._monitor import StopRequest
+    lock, live, most = threading.Lock(), set(), [0]
+
+    def chain(i, steps):
+        for s in range(steps):
+            with lock:
+                live.add(i)
+                most[0] = max(most[0], len(live))
+            yield (i, s)
+        with lock:
+            live.discard(i)
+
+    results, errors, interrupt = _threads.side_by_side(
+        [chain(i, 3 + i) for i in range(5)], 2, StopRequest(), "test", active=3)
+    assert results == [[(i, s) for s in range(3 + i)] for i in range(5)]
+    assert errors == [None] * 5 and interrupt is None
+    assert most[0] <= 3
+
+
+def test_side_by_side_stops_every_chain_after_an_exception():
+    from dualsolve._monitor import StopRequest
+    stop = StopRequest()
+
+    def chain(i):
+        for s in range(100):
+            if i == 1 and s == 2:
+                raise RuntimeError("chain 1")
+            yield s
+
+    results, errors, _ = _threads.side_by_side([chain(i) for i in range(4)], 2, stop, "test")
+    assert isinstance(errors[1], RuntimeError) and stop.reason == "callback"
+    assert all(len(r) < 100 for r in results), [len(r) for r in results]
+    assert results[3] == [] or len(results[3]) < 100
+
+
+@pytest.mark.parametrize("grid", [None, dict(Cs=[0.1, 1.0, 10.0])])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_cross_validate_folds_in_threads_give_the_serial_scores(grid, classes):
+    X, y = ds.datasets.load("heart_scale")
+    if classes == 3:
+        y = np.where(np.asarray(X[:, 0].todense()).ravel() > 0.3, 2.0, y)
+    grid = grid or {}
+    one = ds.cross_validate(ds.train_sdca, X, y, n_folds=5, loss="logistic", tol=1e-10,
+                            n_jobs=1, **grid)
+    two = ds.cross_validate(ds.train_sdca, X, y, n_folds=5, loss="logistic", tol=1e-10,
+                            n_jobs=2, **grid)
+    assert one.tobytes() == two.tobytes()          # every solve the same, bit for bit
+    assert one.shape == ((3, 5) if grid else (5,))
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (1.5, TypeError)])
+def test_cross_validate_bad_n_jobs_is_a_clear_error(bad, exc):
+    X, y = ds.datasets.load("heart_scale")
+    with pytest.raises(exc, match="^n_jobs must be"):
+        ds.cross_validate(ds.train_sdca, X, y, n_jobs=bad)
+
+
+def test_a_callback_exception_in_one_fold_stops_every_fold():
+    X, y = ds.datasets.load("heart_scale")
+    epochs = []
+
+    class Stop(Exception):
+        pass
+
+    def cb(info):
+        epochs.append(info["epoch"])
+        if len(epochs) == 5:
+            raise Stop("a fold")
+
+    with pytest.raises(Stop, match="a fold"):
+        ds.cross_validate(ds.train_sdca, X, y, Cs=[1.0, 10.0], tol=0.0, max_epochs=10**5,
+                          callback=cb, n_jobs=2)
+    assert max(epochs) < 10**5 and len(epochs) < 10**4
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_sigint_stops_folds_in_threads_within_a_second(classes):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 200, density=0.2, random_state=1, format="csr")
+    y = rng.integers(0, classes, 4000)
+    exc, waited = interrupted(
+        lambda cb: ds.cross_validate(ds.train_sdca, X, y, Cs=[1.0, 10.0], tol=0.0,
+                                     max_epochs=2**31 - 1, callback=cb, n_jobs=2))
+    assert waited < 1.0, waited
