@@ -598,7 +598,8 @@ def _ll_grid_rates(text):
             re.findall(r"log2c=\s*(-?[\d.]+)\s+rate=([\d.]+)", text)]
 
 
-def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), verbose=True):
+def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), n_jobs=1,
+                      verbose=True):
     """Item 3: a 10-point C path on news20 (all rows) against liblinear's ``-C``.
 
     What each side covers (and what is timed):
@@ -623,6 +624,10 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), verb
       ``ll_grid_eps`` to see which ``-e`` gives ours' accuracies).  Accuracy pooled over
       the folds (correct / n), as liblinear scores; ours is pooled the same way for this
       comparison (ties: the smallest C, both).
+
+    * ``n_jobs`` > 1: ours' (b) once more with ``cross_validate(..., n_jobs=n_jobs)`` (the
+      folds in threads, scores bit for bit those of one thread; ``cv_threads_s``), outside
+      the one-thread limit the rest runs under; liblinear's side stays on one thread.
 
     So liblinear's -C is a cheaper, coarser job (uncertified solves, a C range that
     stops at 2^10).  Same best C means: liblinear's best C is nearest, in log2, to our
@@ -660,6 +665,12 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), verb
                     scores = ds.cross_validate(trainer, X, y, n_folds=n_folds, Cs=PATH_CS,
                                                loss=loss, tol=tol, **extra)
                     out["cv_s"].append(time.perf_counter() - t0)
+                if n_jobs > 1:
+                    t0 = time.perf_counter()
+                    threaded = ds.cross_validate(trainer, X, y, n_folds=n_folds, Cs=PATH_CS,
+                                                 loss=loss, tol=tol, n_jobs=n_jobs, **extra)
+                    out.setdefault("cv_threads_s", []).append(time.perf_counter() - t0)
+                    assert np.asarray(threaded).tobytes() == np.asarray(scores).tobytes()
                 mean = np.asarray(scores).mean(axis=1)
                 pooled = np.asarray(scores) @ fold_size / fold_size.sum()
                 out["ours_pooled_accuracy"] = pooled.tolist()
@@ -673,7 +684,9 @@ def path_vs_liblinear(rounds, loss, tol, budget, n_folds=5, ll_grid_eps=(), verb
                 msg = (f"path {out['path_s'][-1]:.1f} s ({', '.join(out['path_stop_reasons'])};"
                        f" {out['budget_stops']} of {len(PATH_CS) * (n_folds + 1)} solves cut by "
                        f"the budget),"
-                       f" {n_folds}-fold CV over it {out['cv_s'][-1]:.1f} s, best C "
+                       f" {n_folds}-fold CV over it {out['cv_s'][-1]:.1f} s"
+                       + (f" ({out['cv_threads_s'][-1]:.1f} s with n_jobs={n_jobs})"
+                          if n_jobs > 1 else "") + ", best C "
                        f"2^{np.log2(out['ours_best_C'][-1]):.2f} (accuracy "
                        f"{100 * mean.max():.2f}%)")
             elif who == "llgrid":
@@ -739,6 +752,9 @@ def main(argv=None):
     ap.add_argument("--path-ll-eps", nargs="*", type=float, default=[],
                     help="with --path: also run liblinear's -C algorithm over our grid once "
                          "at each of these -e (untimed against ours; accuracies compared)")
+    ap.add_argument("--path-n-jobs", type=int, default=1,
+                    help="with --path: also time our CV with its folds in this many threads "
+                         "(liblinear stays on one)")
     ap.add_argument("--pstar", choices=("liblinear", "dual"), default="liblinear",
                     help="P* when not cached: liblinear at -e 1e-12 (default; a dual point "
                          "of ours is added when that is loose) or the dual point alone, "
@@ -753,7 +769,7 @@ def main(argv=None):
         out = []
         for loss in args.loss:
             r = path_vs_liblinear(args.rounds, loss, args.path_tol, args.budget,
-                                  ll_grid_eps=args.path_ll_eps)
+                                  ll_grid_eps=args.path_ll_eps, n_jobs=args.path_n_jobs)
             out.append(r)
             cv = [a + b for a, b in zip(r["path_s"], r["cv_s"])]
             print(f"news20 {loss}, ours ({r['trainer']}, tol {args.path_tol:g}, 10 C in "
@@ -766,7 +782,10 @@ def main(argv=None):
                   f"{r['same_best_C']} | liblinear's -C algorithm over our grid and folds "
                   f"(-e 0.01) {_fmt_range(_stats(r['llgrid_s']), 1)} s, best C "
                   f"{', '.join(f'{c:g}' for c in r['llgrid_best_C'])}, ours pooled "
-                  f"{', '.join(f'{c:g}' for c in r['ours_pooled_best_C'])}", flush=True)
+                  f"{', '.join(f'{c:g}' for c in r['ours_pooled_best_C'])}"
+                  + (f" | ours' CV with n_jobs={args.path_n_jobs} "
+                     f"{_fmt_range(_stats(r['cv_threads_s']), 1)} s"
+                     if args.path_n_jobs > 1 else ""), flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)

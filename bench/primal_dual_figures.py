@@ -496,7 +496,7 @@ def summarise(tr, p_star, p0, floor):
     return out
 
 
-def run_panel(prob, fig, lam_scale, budgets, ref_cache, verbose=True):
+def run_panel(prob, fig, lam_scale, budgets, ref_cache, verbose=True, methods=None):
     lam = lam_scale / prob.n
     key = (prob.name, lam_scale)
     if key not in ref_cache:
@@ -518,7 +518,7 @@ def run_panel(prob, fig, lam_scale, budgets, ref_cache, verbose=True):
               f"(+- {ref['uncertainty']:.1e}, {ref['method']}, {ref['seconds']:.1f} s); "
               f"floor {floor:.1e}", flush=True)
     best_seen = np.inf
-    for name in FIGURES[fig]["methods"]:
+    for name in methods or FIGURES[fig]["methods"]:
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():
@@ -615,6 +615,11 @@ def main(argv=None):
     ap.add_argument("--json", default=None,
                     help="results file (default bench/results/primal_dual_figures.json)")
     ap.add_argument("--img-dir", default=None, help="PNG directory (default docs/img)")
+    ap.add_argument("--passes", type=int, default=None,
+                    help="budget of the randomized methods in passes (default: the figure's); "
+                         "with --methods and --img-dir for a longer look at one panel")
+    ap.add_argument("--methods", nargs="*", default=None,
+                    help="only these methods (default: the figure's)")
     ap.add_argument("--lam", nargs="*", choices=[LAM_LABELS[s] for s in LAM_SCALES],
                     default=None, help="only these panels (e.g. --lam 1e-4/n); the others "
                     "are kept from the results file")
@@ -644,7 +649,8 @@ def main(argv=None):
                       f"{problems[dsname].X.nnz} (loaded in {time.perf_counter() - t0:.1f} s)",
                       flush=True)
             prob = problems[dsname]
-            budgets = dict(passes=QUICK["passes"] if args.quick else PASSES[dsname],
+            budgets = dict(passes=args.passes or (QUICK["passes"] if args.quick
+                                                  else PASSES[dsname]),
                            batch_iters=QUICK["batch_iters"] if args.quick else BATCH_ITERS)
             print(f"{fig} / {dsname} ({prob.loss}; budget {budgets})", flush=True)
             t0 = time.perf_counter()
@@ -653,7 +659,8 @@ def main(argv=None):
             panels = []
             for s in LAM_SCALES:
                 if args.lam is None or LAM_LABELS[s] in args.lam:
-                    panels.append(run_panel(prob, fig, s, budgets, ref_cache))
+                    panels.append(run_panel(prob, fig, s, budgets, ref_cache,
+                                            methods=args.methods))
                 elif LAM_LABELS[s] in old:
                     panels.append(old[LAM_LABELS[s]])
             png = plot_row(fig, dsname, panels, img_dir)
