@@ -194,9 +194,9 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
 
     ``n_jobs`` (in ``params``; -1 = every core) > 1 runs that many folds side by side in
     threads, each solve on one thread (the engines release the GIL): the scores are those
-    of ``n_jobs=1`` bit for bit, memory holds that many folds' training rows at once, the
-    callback is called from those threads, and Ctrl-C (or an exception in one fold) stops
-    them all.
+    of ``n_jobs=1`` bit for bit. With a grid the folds' paths advance one solve at a time,
+    ``n_jobs + 1`` folds under way (memory holds their training rows at once). The callback
+    is called from those threads; Ctrl-C (or an exception in one fold) stops them all.
     """
     train, solver = _solver_of(trainer)
     if "warm_start" in params:
