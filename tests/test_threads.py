@@ -349,7 +349,6 @@ def test_side_by_side_stops_every_chain_after_an_exception():
     results, errors, _ = _threads.side_by_side([chain(i) for i in range(4)], 2, stop, "test")
     assert isinstance(errors[1], RuntimeError) and stop.reason == "callback"
     assert all(len(r) < 100 for r in results), [len(r) for r in results]
-    assert results[3] == [] or len(results[3]) < 100
 
 
 @pytest.mark.parametrize("grid", [None, dict(Cs=[0.1, 1.0, 10.0])])
