@@ -7,26 +7,14 @@ build without OpenMP (the compiler had none; ``setup.py`` said so) reports 0 thr
 ``dualsolve._threads`` then reads ``OMP_NUM_THREADS`` itself.
 """
 
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    static int dualsolve_openmp(void) { return 1; }
-    static int dualsolve_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static int dualsolve_openmp(void) { return 0; }
-    static int dualsolve_max_threads(void) { return 0; }
-    #endif
-    """
-    int dualsolve_openmp() nogil
-    int dualsolve_max_threads() nogil
+from dualsolve._core.openmp cimport DS_HAVE_OPENMP, DS_MAX_THREADS
 
 
 def openmp_enabled():
     """True when the compiled loops were built with OpenMP."""
-    return bool(dualsolve_openmp())
+    return bool(DS_HAVE_OPENMP)
 
 
 def max_threads():
     """OpenMP's thread limit for a parallel region started now (0 without OpenMP)."""
-    return int(dualsolve_max_threads())
+    return int(DS_MAX_THREADS())

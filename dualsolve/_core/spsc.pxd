@@ -28,21 +28,11 @@ cdef extern from *:
     #else
     #define DS_CPU_RELAX() ((void)0)
     #endif
-    #ifdef _OPENMP
-    #include <omp.h>
-    #define DS_TEAM_SIZE() omp_get_num_threads()
-    #define DS_HAVE_OPENMP 1
-    #else
-    #define DS_TEAM_SIZE() 1
-    #define DS_HAVE_OPENMP 0
-    #endif
     """
     long long DS_LOAD_ACQUIRE(long long* p) noexcept nogil
     void DS_STORE_RELEASE(long long* p, long long v) noexcept nogil
     int DS_HAVE_ATOMICS
     void DS_CPU_RELAX() noexcept nogil       # a spinning thread's pause
-    int DS_TEAM_SIZE() noexcept nogil        # threads of the enclosing parallel region
-    int DS_HAVE_OPENMP
 
 cdef enum:
     SPSC_PUBLISH = 32

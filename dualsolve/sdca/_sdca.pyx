@@ -37,8 +37,8 @@ from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init,
                                    spsc_free, spsc_full, spsc_push, spsc_flush, spsc_reset,
                                    spsc_ready, spsc_release, DS_LOAD_ACQUIRE,
-                                   DS_STORE_RELEASE, DS_CPU_RELAX, DS_TEAM_SIZE,
-                                   DS_HAVE_ATOMICS, DS_HAVE_OPENMP)
+                                   DS_STORE_RELEASE, DS_CPU_RELAX, DS_HAVE_ATOMICS)
+from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -787,6 +787,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef double values[SDCA_HOOK_VALUES]
     cdef int threads = opt.n_threads if opt.n_threads > 1 else 1
     cdef OwnedPass owned
+    cdef OwnedPass* synced = NULL    # &owned once set up: the resyncs run in its threads
     cdef bint threaded = False
     cdef double* kept = NULL         # alpha at the last check of threaded passes
     cdef double kept_dual = -INFINITY, kept_gap = INFINITY
@@ -802,7 +803,9 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if threads > 1 and _owned_setup(data, indices, indptr, P, opt, threads, &owned):
         kept = <double*>malloc(P.n * sizeof(double))
         threaded = kept != NULL
-        if not threaded:
+        if threaded:
+            synced = &owned
+        else:
             _owned_free(&owned)
     for i in range(P.n):
         P.index[i] = i
@@ -821,7 +824,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     if cold:
         _zero_start(P, &primal, &dual, &gap)
     else:
-        _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
+        _resync_with(data, indices, indptr, P, synced)
         dual = _dual_value(P) if not opt.check_start else 0.0
         if dual > 0.0:          # the schedule's target from D alone; the gap is unknown
             primal, gap = NAN, NAN
@@ -856,7 +859,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
+                _resync_with(data, indices, indptr, P, synced)
             _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if threaded:
                 if not (dual >= kept_dual - 1e-9 * fabs(kept_dual)) or primal != primal:
@@ -868,7 +871,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                     P.n_active = P.n
                     P.pg_max_old = INFINITY
                     P.pg_min_old = -INFINITY
-                    _resync_with(data, indices, indptr, P, &owned)
+                    _resync_with(data, indices, indptr, P, synced)
                     _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
                 else:
                     # a gap not halved since the last check: the stale scores stall
@@ -879,7 +882,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync_with(data, indices, indptr, P, &owned if kept != NULL else NULL)
+                _resync_with(data, indices, indptr, P, synced)
                 _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED

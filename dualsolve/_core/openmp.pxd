@@ -1,0 +1,21 @@
+# cython: language_level=3
+"""Whether the build has OpenMP, and its thread counts, for compiled code (one place that
+tests ``_OPENMP``): ``dualsolve._core.parallel`` reports them to Python, SDCA's threaded
+pass checks its team with ``DS_TEAM_SIZE``. Without OpenMP: no threads (0 and 1)."""
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    #define DS_HAVE_OPENMP 1
+    #define DS_MAX_THREADS() omp_get_max_threads()
+    #define DS_TEAM_SIZE() omp_get_num_threads()
+    #else
+    #define DS_HAVE_OPENMP 0
+    #define DS_MAX_THREADS() 0
+    #define DS_TEAM_SIZE() 1
+    #endif
+    """
+    int DS_HAVE_OPENMP
+    int DS_MAX_THREADS() noexcept nogil      # OpenMP's limit for a region started now
+    int DS_TEAM_SIZE() noexcept nogil        # threads of the enclosing parallel region
