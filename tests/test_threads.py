@@ -60,6 +60,26 @@ def test_omp_num_threads_caps_n_jobs(tmp_path):
     assert out == ["1", "1"]
 
 
+def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
+    """OMP_THREAD_LIMIT=1 leaves n_jobs=2 a team of one thread (as a build without OpenMP
+    or a nested region does): the exact gap check must still sum every slice of the rows,
+    giving the model of a full team bit for bit (it summed one slice and read the others'
+    sums from uninitialised memory: wrong certificates, runs to max_epochs)."""
+    code = ("import hashlib, dualsolve as ds; X, y = ds.datasets.load('heart_scale'); "
+            "m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2); "
+            "print(m.stop_reason, m.n_epochs, hashlib.md5(m.coef.tobytes()).hexdigest())")
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    import hashlib
+    X, y = ds.datasets.load("heart_scale")
+    m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2)
+    assert m.stop_reason == "converged"
+    assert run.stdout.split() == ["converged", str(m.n_epochs),
+                                  hashlib.md5(m.coef.tobytes()).hexdigest()]
+
+
 def test_threadpoolctl_limit_caps_n_jobs():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not parallel.openmp_enabled():
@@ -397,7 +417,19 @@ def test_sigint_stops_folds_in_threads_within_a_second(classes):
     rng = np.random.default_rng(0)
     X = sp.random(4000, 200, density=0.2, random_state=1, format="csr")
     y = rng.integers(0, classes, 4000)
+    import threading
+    lock, fired = threading.Lock(), []
+
+    def once(info):
+        # the folds call the callback from two threads: only one may start the timer
+        with lock:
+            if fired:
+                return False
+            fired.append(info["epoch"])
+            return True
+
     exc, waited = interrupted(
         lambda cb: ds.cross_validate(ds.train_sdca, X, y, Cs=[1.0, 10.0], tol=0.0,
-                                     max_epochs=2**31 - 1, callback=cb, n_jobs=2))
+                                     max_epochs=2**31 - 1, callback=cb, n_jobs=2),
+        first=once)
     assert waited < 1.0, waited

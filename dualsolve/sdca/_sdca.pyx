@@ -207,13 +207,15 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
                  SdcaProblem* P, double* primal, double* dual, double* gap,
                  int threads) noexcept nogil:
     """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators.
-    With threads, each sums a slice of the rows and the slices' sums are added in order
-    (the same result for the same number of threads)."""
+    With threads, the rows are cut into ``threads`` slices, each summed on its own and the
+    slices' sums added in order (the same result for the same count). A team smaller than
+    asked (a build without OpenMP, a nested region) takes the slices in turn: every slice
+    is summed whatever the team."""
     cdef Py_ssize_t i, pos, t, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double loss_sum, conj_sum, wn, lo, hi, G, a
     cdef KahanSum ls = ksum_new(), cs = ksum_new(), ws = ksum_new()
     cdef KahanSum* parts = NULL
-    cdef int tid
+    cdef int tid, team, s
     if threads > 1:
         parts = <KahanSum*>malloc(2 * threads * sizeof(KahanSum))
     if parts == NULL:
@@ -221,10 +223,14 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
     else:
         with parallel(num_threads=threads):
             tid = threadid()
-            parts[2 * tid] = ksum_new()
-            parts[2 * tid + 1] = ksum_new()
-            _check_rows(data, indices, indptr, P, P.n * tid // threads,
-                        P.n * (tid + 1) // threads, &parts[2 * tid], &parts[2 * tid + 1])
+            team = DS_TEAM_SIZE()
+            s = tid
+            while s < threads:
+                parts[2 * s] = ksum_new()
+                parts[2 * s + 1] = ksum_new()
+                _check_rows(data, indices, indptr, P, P.n * s // threads,
+                            P.n * (s + 1) // threads, &parts[2 * s], &parts[2 * s + 1])
+                s = s + team
         for t in range(threads):
             ksum_add(&ls, ksum_value(&parts[2 * t]))
             ksum_add(&cs, ksum_value(&parts[2 * t + 1]))
