@@ -54,11 +54,12 @@ def all_losses():
 # liblinear -s numbers whose objective is exactly ours with lam = 1/(C n): the same loss and
 # L2 regularisation, so liblinear's optimum and ours coincide. The numbers run
 # train_linear, which goes on from SDCA to Newton where SDCA is slow (the rule of
-# dualsolve.linear, SWITCH_EPOCHS), except the hinge losses' dual numbers (1, 3, and
-# Crammer-Singer's 4), which that rule leaves to SDCA anyway: they run train_sdca.
+# dualsolve.linear, SWITCH_EPOCHS; liblinear's own dual solvers -s 1 and -s 7 fall back to
+# its primal Newton too), except the hinge's numbers (3, and Crammer-Singer's 4), which
+# that rule leaves to SDCA anyway: they run train_sdca.
 LIBLINEAR_SOLVERS = {
     0: ("linear", "logistic"),      # L2-regularised logistic regression (primal)
-    1: ("sdca", "squared_hinge"),   # L2-regularised L2-loss SVC (dual)
+    1: ("linear", "squared_hinge"),  # L2-regularised L2-loss SVC (dual)
     2: ("linear", "squared_hinge"),  # L2-regularised L2-loss SVC (primal)
     3: ("sdca", "hinge"),           # L2-regularised L1-loss SVC (dual)
     4: ("sdca", "hinge"),           # Crammer-Singer multi-class SVM (-o multi_class=...)

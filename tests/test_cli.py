@@ -92,8 +92,8 @@ def test_liblinear_solver_numbers_select_the_loss(heart_file, tmp_path, capsys, 
     rc, _, _ = run(["train", "-q", "-s", number, "-m", 50, path, model_file], capsys)
     assert rc == 0
     model = dualsolve.load_model(model_file)
-    # liblinear's numbers run train_linear, the hinge losses' dual numbers train_sdca
-    linear = number in ("0", "2", "7")
+    # liblinear's numbers run train_linear, the hinge's dual number train_sdca
+    linear = number in ("0", "1", "2", "7")
     assert model.params["loss"] == loss and model.solver == ("linear" if linear else "sdca")
     train = dualsolve.train_linear if linear else dualsolve.train_sdca
     ref = train(X, y, loss=loss, max_epochs=50)

@@ -232,15 +232,47 @@ def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     assert np.isnan(m.history["cg_iters"][:k + 1]).all()
     assert m.n_epochs == k + ref.n_epochs
     assert m.history["gap"][-1] <= 1e-10 * m.history["dual"][-1]
-    # SDCA certifies a well conditioned problem alone; the hinge and the squared hinge
-    # never switch
+    # SDCA certifies a well conditioned problem alone; the hinge never switches
     assert ds.train_linear(X, y, C=0.01).params["solver_chosen"] == "sdca"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for loss in ("hinge", "squared_hinge"):
-            m = ds.train_linear(X, y, C=1e4, loss=loss, max_epochs=2 * SWITCH_EPOCHS)
-            assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * SWITCH_EPOCHS
-    assert switches_to_newton("squared") and not switches_to_newton("squared_hinge")
+        m = ds.train_linear(X, y, C=1e4, loss="hinge", max_epochs=2 * SWITCH_EPOCHS)
+    assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * SWITCH_EPOCHS
+
+
+def test_squared_hinge_switches_only_with_more_rows_than_columns():
+    """The squared hinge goes on with Newton where X has at least as many rows as columns
+    (a9a at C = 100: SDCA alone leaves 5000 epochs uncertified) and stays with SDCA where
+    columns outnumber rows (nearly separable: Newton's generalised Hessian misleads)."""
+    assert switches_to_newton("squared_hinge", 100, 100)
+    assert not switches_to_newton("squared_hinge", 99, 100)
+    assert switches_to_newton("squared", 1, 100) and switches_to_newton("logistic", 1, 100)
+    assert not switches_to_newton("hinge", 100, 1)
+    X, y = ds.datasets.load("a9a")
+    X, y = X[:4000], y[:4000]
+    lam = 1.0 / (100.0 * X.shape[0])
+    m = ds.train_linear(X, y, loss="squared_hinge", C=100.0, tol=1e-8)
+    assert m.params["solver_chosen"] == "sdca+newton" and m.stop_reason == "converged"
+    assert m.params["sdca_epochs"] >= SWITCH_EPOCHS
+    assert m.history["gap"][-1] <= 1e-8 * m.history["dual"][-1]
+    w_ref, p_ref = lbfgs(X, y, lam, "squared_hinge")
+    assert objective(X, y, m.coef, lam, "squared_hinge") == pytest.approx(p_ref, rel=1e-8)
+    assert p_ref >= m.history["dual"][-1] * (1 - 1e-12)         # weak duality holds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sd = ds.train_sdca(X, y, loss="squared_hinge", C=100.0, tol=1e-8, max_epochs=200)
+    assert sd.stop_reason == "max_epochs"           # what the hand-over saves
+    # the intercept's column counts: 13 columns + 1 against 14 rows still switches, 13 rows
+    # do not; with a wide slice (more columns than rows) SDCA keeps it
+    Xh, yh = ds.datasets.load("heart_scale")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rows, intercept, chosen in ((14, True, "sdca+newton"), (13, True, "sdca"),
+                                        (13, False, "sdca+newton")):
+            r = ds.train_linear(Xh[:rows], yh[:rows], loss="squared_hinge", C=1e4,
+                                fit_intercept=intercept, max_epochs=3 * SWITCH_EPOCHS,
+                                tol=1e-12)
+            assert r.params["solver_chosen"] == chosen, (rows, intercept)
 
 
 def test_hand_over_follows_sdcas_rate(monkeypatch):
