@@ -188,9 +188,9 @@ def test_l1_svr_on_raw_power_plant_is_certified(C):
     P, D = numpy_certificate(sp.csr_matrix(X), y, m, "epsilon_insensitive")
     assert P == pytest.approx(m.history["primal"][-1], rel=1e-12)
     assert 0.0 <= P - D <= 1.01e-9 * D
-    # train_linear gets there too: 10 SDCA epochs, then the continuation
+    # train_linear gets there too: narrow data (9568 x 4), Newton from the start
     auto = ds.train_linear(X, y, loss="epsilon_insensitive", epsilon=0.1, C=C, tol=1e-9)
-    assert auto.params["solver_chosen"] == "sdca+newton" and auto.stop_reason == "converged"
+    assert auto.params["solver_chosen"] == "newton" and auto.stop_reason == "converged"
     assert auto.history["primal"][-1] == pytest.approx(P, rel=2e-9)
     # far below where SDCA's default budget leaves it
     with warnings.catch_warnings():
@@ -213,7 +213,15 @@ def test_curvature_is_the_derivative_of_the_derivative():
 # ------------------------------------------------------------------ train_linear
 
 
-def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
+@pytest.fixture
+def no_newton_first(monkeypatch):
+    """train_linear's hand-over on the small bundled sets, which are narrow enough for
+    Newton to go first (test_newton_first_on_narrow_data covers that rule)."""
+    import dualsolve.linear as linear
+    monkeypatch.setattr(linear, "newton_first", lambda *args: False)
+
+
+def test_auto_goes_on_with_newton_where_sdca_is_slow(heart, no_newton_first):
     X, y = heart
     m = ds.train_linear(X, y, C=1e4, tol=1e-10)
     assert m.params["solver_chosen"] == "sdca+newton" and m.stop_reason == "converged"
@@ -240,7 +248,7 @@ def test_auto_goes_on_with_newton_where_sdca_is_slow(heart):
     assert m.params["solver_chosen"] == "sdca" and m.n_epochs == 2 * SWITCH_EPOCHS
 
 
-def test_squared_hinge_switches_only_with_more_rows_than_columns():
+def test_squared_hinge_switches_only_with_more_rows_than_columns(no_newton_first):
     """The squared hinge goes on with Newton where X has at least as many rows as columns
     (a9a at C = 100: SDCA alone leaves 5000 epochs uncertified) and stays with SDCA where
     columns outnumber rows (nearly separable: Newton's generalised Hessian misleads)."""
@@ -315,7 +323,7 @@ def test_hand_over_follows_sdcas_rate(monkeypatch):
     assert run(fast) == RATE_SPAN
 
 
-def test_auto_budget_counts_both_solvers(heart):
+def test_auto_budget_counts_both_solvers(heart, no_newton_first):
     X, y = heart
     with pytest.warns(ds.ConvergenceWarning):
         m = ds.train_linear(X, y, C=1e4, tol=1e-14, max_epochs=SWITCH_EPOCHS + 1)
@@ -339,7 +347,7 @@ def test_named_solver_and_its_losses(heart):
         ds.train_linear(X, y, solver="lbfgs")
 
 
-def test_multiclass_one_vs_rest():
+def test_multiclass_one_vs_rest(no_newton_first):
     X, y = ds.datasets.load("heart_scale")
     rng = np.random.default_rng(1)
     y3 = rng.integers(0, 3, len(y))
@@ -349,3 +357,56 @@ def test_multiclass_one_vs_rest():
         r = ds.train_linear(X, np.where(y3 == c, 1.0, -1.0), C=1e4, tol=1e-8)
         assert r.params["solver_chosen"] == "sdca+newton"
         assert np.array_equal(m.coef[c], r.coef)
+
+
+def test_newton_first_on_narrow_data(heart):
+    """auto runs Newton from the start where the rows outnumber the columns and Newton may
+    solve with the explicit Hessian; not on wide data, nor from a path's dual start."""
+    from dualsolve.linear import newton_first
+    X, y = heart                                    # 270 x 13
+    m = ds.train_linear(X, y, C=1e4, tol=1e-10)
+    assert m.params["solver_chosen"] == "newton" and m.stop_reason == "converged"
+    ref = ds.train_newton(X, y, C=1e4, tol=1e-10)
+    assert np.array_equal(m.coef, ref.coef) and np.array_equal(m.dual, ref.dual)
+    w, p = lbfgs(X, y, 1.0 / (1e4 * X.shape[0]), "logistic")
+    assert objective(X, y, m.coef, 1.0 / (1e4 * X.shape[0]), "logistic") <= p * (1 + 1e-9)
+    # 12 rows and 13 columns: wide, SDCA first
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = ds.train_linear(X[:12], y[:12], C=1e4, tol=1e-8)
+    assert wide.params["solver_chosen"] in ("sdca", "sdca+newton")
+    # the intercept's column counts: 13 rows, 13 columns + 1
+    assert newton_first(14, 13, X[:14].indptr, False, None)
+    assert not newton_first(13, 13, X[:13].indptr, True, None)
+    # a path's start (dual variables) goes to SDCA; a Model's coef to Newton
+    assert not newton_first(270, 13, X.indptr, False, np.zeros(270))
+    assert newton_first(270, 13, X.indptr, False, m)
+    # too many columns for the explicit Hessian
+    big = sp.random(5000, 3000, density=0.001, format="csr", random_state=0)
+    assert not newton_first(5000, 3000, big.indptr, False, None)
+
+
+def test_explicit_hessian_agrees_with_cg():
+    """Newton's exact steps (the explicit Hessian's Cholesky factor, narrow data) and its CG
+    steps reach the same certified optimum, checked against L-BFGS."""
+    from dualsolve.newton import _newton
+    X, y = ds.datasets.load("a9a")
+    X, y = X[:4000], y[:4000]
+    lam = 1.0 / (100.0 * X.shape[0])
+    w_ref, p_ref = lbfgs(X, y, lam, "logistic")
+    models = {}
+    old = _newton._dense_max_columns()
+    try:
+        for columns in (old, 0):
+            _newton._dense_max_columns(columns)
+            models[columns] = ds.train_newton(X, y, C=100.0, tol=1e-9)
+    finally:
+        _newton._dense_max_columns(old)
+    dense, cg = models[old], models[0]
+    assert dense.params["dense_steps"] > 0 and cg.params["dense_steps"] == 0
+    for m in (dense, cg):
+        assert m.stop_reason == "converged"
+        assert m.history["gap"][-1] <= 1e-9 * m.history["dual"][-1]
+        assert objective(X, y, m.coef, lam, "logistic") == pytest.approx(p_ref, rel=1e-9)
+    # the exact steps take no Hessian-vector products
+    assert np.nansum(dense.history["cg_iters"]) < np.nansum(cg.history["cg_iters"])

@@ -39,6 +39,27 @@ DEF PRECOND_MIX = 0.01
 DEF MU_FACTOR = 0.1
 DEF MU_RANGE = 1e-14
 DEF SMOOTH_PATIENCE = 50
+#: narrow data (a9a: 123 columns, w8a: 300): the Newton system may be solved with the
+#: explicit Hessian (one pass of sum_i nnz_i (nnz_i + 1) / 2 products, then a Cholesky
+#: factor) instead of CG. That costs about as much as DENSE_BUDGET_MAX Hessian-vector
+#: products at most (and DENSE_MAX_COLUMNS columns); CG goes first, and an iteration whose
+#: CG would take more products than the explicit step costs gives it up for the explicit
+#: step, which then solves the iterations after it too (CG needed 3 products per iteration
+#: on w8a at C = 1, where the explicit step costs about 8, and 22 at C = 10^4)
+DEF DENSE_BUDGET_MAX = 50.0
+#: an exact step cut below this by the line search hands the solve back to CG
+DEF DENSE_MIN_STEP = 0.25
+cdef Py_ssize_t DENSE_MAX_COLUMNS = 2048
+
+
+def _dense_max_columns(value=None):
+    """The most columns for the explicit Hessian (tests set 0 to force CG, to compare the
+    two); returns the value before the call."""
+    global DENSE_MAX_COLUMNS
+    old = DENSE_MAX_COLUMNS
+    if value is not None:
+        DENSE_MAX_COLUMNS = int(value)
+    return old
 
 
 cdef NewtonOptions newton_default_options() noexcept nogil:
@@ -145,6 +166,99 @@ cdef void _hessian_times(const floating* data, const index_t* indices, const ind
             pq[2 * P.d + 1] += t * P.bias
 
 
+cdef Py_ssize_t _dense_budget(const index_t* indptr, Py_ssize_t n, Py_ssize_t m,
+                              bint bias) noexcept nogil:
+    """The cost of forming and factoring the m x m Hessian of n rows (plus a bias column)
+    in Hessian-vector products (2 (nnz + n) flops each), rounded up; 0 where it exceeds
+    DENSE_BUDGET_MAX or m exceeds DENSE_MAX_COLUMNS (CG only)."""
+    cdef Py_ssize_t i, b = 1 if bias else 0
+    cdef double form = 0.0, k, product = 0.0, budget
+    if m > DENSE_MAX_COLUMNS:
+        return 0
+    for i in range(n):
+        k = <double>(indptr[i + 1] - indptr[i] + b)
+        form += 0.5 * k * (k + 1.0)
+        product += 2.0 * k
+    budget = (form + <double>m * m * m / 3.0) / (product + 2.0 * n)
+    if not budget <= DENSE_BUDGET_MAX:
+        return 0
+    return 1 + <Py_ssize_t>budget
+
+
+def dense_budget(const index_t[::1] indptr, Py_ssize_t n_columns, bint bias):
+    """The explicit Hessian's cost in Hessian-vector products for CSR rows ``indptr`` and
+    ``n_columns`` columns (+1 with a bias), 0 where Newton keeps to CG (too wide, or too
+    dear): what ``train_linear`` reads to run Newton first on narrow data."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    if n < 1:
+        return 0
+    return _dense_budget(&indptr[0], n, n_columns + (1 if bias else 0), bias)
+
+
+cdef void _hessian_dense(const floating* data, const index_t* indices, const index_t* indptr,
+                         const NewtonProblem* P, const double* curv, double* H,
+                         Py_ssize_t m) noexcept nogil:
+    """The lower triangle of H = lam I + sum_i curv_i x_i x_i^T (row-major, H[a m + b] for
+    a >= b; the bias column last), in one pass over X."""
+    cdef Py_ssize_t i, k, l, a, b, lo, hi, last = m - 1
+    cdef double v
+    memset(H, 0, m * m * sizeof(double))
+    for i in range(P.n):
+        if curv[i] == 0.0:
+            continue
+        lo, hi = indptr[i], indptr[i + 1]
+        for k in range(lo, hi):
+            a = indices[k]
+            v = curv[i] * data[k]
+            for l in range(lo, k + 1):
+                b = indices[l]
+                if a >= b:
+                    H[a * m + b] += v * data[l]
+                else:
+                    H[b * m + a] += v * data[l]
+            if P.bias != 0.0:
+                H[last * m + a] += v * P.bias
+        if P.bias != 0.0:
+            H[last * m + last] += curv[i] * P.bias * P.bias
+    for a in range(m):
+        H[a * m + a] += P.lam
+
+
+cdef bint _cholesky_solve(double* H, const double* g, double* s, Py_ssize_t m) noexcept nogil:
+    """s = -H^{-1} g through the Cholesky factor of H (lower triangle, row-major; overwritten
+    by the factor). False when a pivot is not positive (rounding at a tiny lam): the caller
+    falls back to CG."""
+    cdef Py_ssize_t i, j, k
+    cdef double t, v
+    for j in range(m):
+        t = H[j * m + j]
+        for k in range(j):
+            t -= H[j * m + k] * H[j * m + k]
+        if not (t > 0.0):
+            return False
+        t = sqrt(t)
+        H[j * m + j] = t
+        for i in range(j + 1, m):
+            v = H[i * m + j]
+            for k in range(j):
+                v -= H[i * m + k] * H[j * m + k]
+            H[i * m + j] = v / t
+    for i in range(m):                  # L y = -g
+        t = -g[i]
+        for k in range(i):
+            t -= H[i * m + k] * s[k]
+        s[i] = t / H[i * m + i]
+    for i in range(m - 1, -1, -1):      # L^T s = y
+        t = s[i]
+        for k in range(i + 1, m):
+            t -= H[k * m + i] * s[k]
+        s[i] = t / H[i * m + i]
+    for i in range(m):
+        if not isfinite(s[i]):
+            return False
+    return True
+
+
 cdef inline double _dot(const double* a, const double* b, Py_ssize_t m) noexcept nogil:
     cdef double s = 0.0
     cdef Py_ssize_t j
@@ -219,6 +333,69 @@ cdef double _line_change(const NewtonProblem* P, const Loss* L, const double* z,
     return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
 
 
+cdef void _cg_solve(const floating* data, const index_t* indices, const index_t* indptr,
+                    const NewtonProblem* P, const NewtonOptions* opt, const double* curv,
+                    const double* g, const double* diag, double* s, double* r, double* pq,
+                    Py_ssize_t m, double dual, double gap, double floor, bint model_ok,
+                    Py_ssize_t limit, epoch_hook hook, void* ctx, Py_ssize_t* cg_out,
+                    int* stop_out, bint* converged) noexcept nogil:
+    """Preconditioned CG on H s = -g from s = 0 (r: the residual -g - H s), one pass per
+    Hessian-vector product, until ||r|| <= forcing ||g|| (converged) or ``limit``
+    products; cg_out: the products, stop_out: the hook's stop request (Ctrl-C between
+    products)."""
+    cdef Py_ssize_t j, cg = 0
+    cdef double gnorm, rstop, target, rz, rz_new, pHp, a, beta
+    cdef int stop = 0
+    # the residual is about the next gradient, and a gradient below sqrt(2 lam target)
+    # certifies (gap = ||g||^2 / (2 lam)): no need to solve more exactly than that
+    gnorm = sqrt(_dot(g, g, m))
+    rstop = opt.cg_forcing * gnorm
+    # (a looser stop near the end, where the model is close to the objective), and when
+    # the forcing term would stop within 10x of that while the quadratic model predicted
+    # the last step well, go on to it (saving the iteration that would otherwise cover
+    # the last factor)
+    if opt.tol > 0:
+        target = 0.5 * sqrt(2.0 * P.lam * gap_target(dual, opt.tol, floor))
+        if rstop < target or (model_ok and rstop < 10.0 * target):
+            rstop = target
+    for j in range(m):
+        s[j] = 0.0
+        r[j] = -g[j]
+        pq[2 * j] = r[j] / diag[j]
+    rz = 0.0
+    for j in range(m):
+        rz += r[j] * pq[2 * j]
+    converged[0] = False
+    while cg < limit:
+        _hessian_times(data, indices, indptr, P, curv, pq, m)
+        cg += 1
+        pHp = 0.0
+        for j in range(m):
+            pHp += pq[2 * j] * pq[2 * j + 1]
+        if not (pHp > 0.0):
+            break
+        a = rz / pHp
+        for j in range(m):
+            s[j] += a * pq[2 * j]
+            r[j] -= a * pq[2 * j + 1]
+        if sqrt(_dot(r, r, m)) <= rstop:
+            converged[0] = True
+            break
+        if hook != NULL:
+            stop = hook(ctx, -1, NULL)      # Ctrl-C between products
+            if stop != 0:
+                break
+        rz_new = 0.0
+        for j in range(m):
+            rz_new += r[j] * r[j] / diag[j]
+        beta = rz_new / rz
+        rz = rz_new
+        for j in range(m):
+            pq[2 * j] = r[j] / diag[j] + beta * pq[2 * j]
+    cg_out[0] = cg
+    stop_out[0] = stop
+
+
 cdef void newton_run(const floating* data, const index_t* indices, const index_t* indptr,
                      const NewtonProblem* P, const NewtonOptions* opt, NewtonResult* res,
                      epoch_hook hook, void* ctx) noexcept nogil:
@@ -226,7 +403,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     cdef double* buf = <double*>malloc((4 * n + 6 * m) * sizeof(double))
     cdef double *z, *u, *dv, *curv, *g, *diag, *s, *r, *pq
     cdef Eval e
-    cdef double primal, dual, gap, gnorm, rstop, target, floor, rz, rz_new, pHp, a, beta, ws, ss, gs, t
+    cdef double primal, dual, gap, floor, ws, ss, gs, t
     cdef double values[NEWTON_HOOK_VALUES]
     cdef int status = STATUS_MAX_EPOCHS, stop
     cdef bint fresh, model_ok = False
@@ -241,8 +418,14 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     # piecewise quadratic losses: their generalised Hessian can mislead a unit step
     cdef bint exact_search = P.loss.kind != LOSS_LOGISTIC
     cdef double predicted, change
+    # narrow data: the Newton system by the explicit Hessian's Cholesky factor (H NULL: CG
+    # only), once CG has taken more than the budget's products in an iteration (dense)
+    cdef double* H = NULL
+    cdef Py_ssize_t budget = 0
+    cdef bint dense = False, converged
     res.passes = 0
     res.stalled = 0
+    res.dense_steps = 0
     res.n_epochs = 0
     res.primal = res.dual = res.gap = NAN
     if buf == NULL:
@@ -257,6 +440,9 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     s = diag + m
     r = s + m
     pq = r + m          # 2m: the CG direction p and its product q = H p, interleaved
+    budget = _dense_budget(indptr, P.n, m, P.bias != 0.0)
+    if budget > 0:
+        H = <double*>malloc(m * m * sizeof(double))     # NULL (no memory): CG, as for wide X
     # P(0) = (1/n) sum c phi(0): the scale of tol (and of the divergence watch)
     memset(z, 0, n * sizeof(double))
     res.p0 = 0.0
@@ -325,57 +511,40 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
                 P.dual[i] = -n * dv[i]
         if status != STATUS_MAX_EPOCHS or it >= opt.max_epochs or stop_after_report:
             break
-        # --- preconditioned CG on H s = -g from s = 0, until ||r|| <= forcing ||g||
-        # the residual is about the next gradient, and a gradient below sqrt(2 lam target)
-        # certifies (gap = ||g||^2 / (2 lam)): no need to solve more exactly than that
-        gnorm = sqrt(_dot(g, g, m))
-        rstop = opt.cg_forcing * gnorm
-        # (a looser stop near the end, where the model is close to the objective), and when
-        # the forcing term would stop within 10x of that while the quadratic model predicted
-        # the last step well, go on to it (saving the iteration that would otherwise cover
-        # the last factor)
-        if opt.tol > 0:
-            target = 0.5 * sqrt(2.0 * P.lam * gap_target(dual, opt.tol, floor))
-            if rstop < target or (model_ok and rstop < 10.0 * target):
-                rstop = target
-        for j in range(m):
-            s[j] = 0.0
-            r[j] = -g[j]
-            pq[2 * j] = r[j] / diag[j]
-        rz = 0.0
-        for j in range(m):
-            rz += r[j] * pq[2 * j]
         cg = 0
         stop = 0
-        while cg < opt.max_cg:
-            _hessian_times(data, indices, indptr, P, curv, pq, m)
-            cg += 1
-            pHp = 0.0
-            for j in range(m):
-                pHp += pq[2 * j] * pq[2 * j + 1]
-            if not (pHp > 0.0):
+        converged = False
+        if not dense:
+            _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m, dual, gap,
+                      floor, model_ok, opt.max_cg if H == NULL else min(opt.max_cg, budget),
+                      hook, ctx, &cg, &stop, &converged)
+            res.passes += cg
+            if stop != 0:
+                status = stop
                 break
-            a = rz / pHp
-            for j in range(m):
-                s[j] += a * pq[2 * j]
-                r[j] -= a * pq[2 * j + 1]
-            if sqrt(_dot(r, r, m)) <= rstop:
-                break
-            if hook != NULL:
-                stop = hook(ctx, -1, NULL)      # Ctrl-C between products
-                if stop != 0:
-                    break
-            rz_new = 0.0
-            for j in range(m):
-                rz_new += r[j] * r[j] / diag[j]
-            beta = rz_new / rz
-            rz = rz_new
-            for j in range(m):
-                pq[2 * j] = r[j] / diag[j] + beta * pq[2 * j]
-        res.passes += cg
-        if stop != 0:
-            status = stop
-            break
+            # CG needs more products than the explicit step costs: take that from here on
+            dense = H != NULL and not converged and cg >= budget
+        if dense:
+            # --- the exact Newton step: one pass forms the Hessian, its factor solves
+            _hessian_dense(data, indices, indptr, P, curv, H, m)
+            res.passes += 1
+            if _cholesky_solve(H, g, s, m):
+                memset(r, 0, m * sizeof(double))
+                res.dense_steps += 1
+            else:
+                # a pivot lost to rounding (a tiny lam): CG from here on, this iteration
+                # included when CG has not run yet
+                free(H)
+                H = NULL
+                dense = False
+                if cg == 0:
+                    _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m,
+                              dual, gap, floor, model_ok, opt.max_cg, hook, ctx, &cg, &stop,
+                              &converged)
+                    res.passes += cg
+                    if stop != 0:
+                        status = stop
+                        break
         # --- backtracking (Armijo) line search along s, on the scores z + t X s
         _scores(data, indices, indptr, P, s, u)
         res.passes += 1
@@ -395,6 +564,13 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         else:
             t = 0.0
         model_ok = t == 1.0 and fabs(change - predicted) <= 0.01 * fabs(predicted)
+        if dense and t < DENSE_MIN_STEP:
+            # the exact step overshoots: the generalised Hessian of a piecewise quadratic
+            # loss is nearly singular where few rows are curved (the hinge's narrow
+            # envelopes), and CG's truncation is what keeps a step in scale; CG from here on
+            free(H)
+            H = NULL
+            dense = False
         if (t == 0.0 or not (gs < 0.0)) and smoothing and mu > mu_min:
             # the envelope is solved as far as this precision allows: narrow it
             mu = _narrow(P, &L, mu)
@@ -414,6 +590,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
             z[i] += t * u[i]
         fresh = False
     res.status = status
+    free(H)
     free(buf)
 
 
@@ -424,7 +601,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     """Run newton_run on validated arrays (w is the start and is written in place; dual
     receives the certificate's dual point),
     reporting every iteration to ``mon`` (which must expect NEWTON_HOOK_VALUES values).
-    Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled)."""
+    Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps)."""
     cdef NewtonProblem P
     cdef NewtonOptions opt = newton_default_options()
     cdef NewtonResult res
@@ -457,4 +634,4 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     with nogil:
         newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.passes, res.primal, res.dual, res.gap, res.p0,
-            bool(res.stalled))
+            bool(res.stalled), res.dense_steps)

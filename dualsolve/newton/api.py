@@ -30,8 +30,13 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
     over X, solves ``H s = -g`` by conjugate gradients preconditioned with that diagonal until
     ``||H s + g|| <= cg_forcing ||g||`` (each product ``H v = lam v + (1/n) X^T (c phi''(Xw)
     X v)`` is one pass), and takes the longest step ``t`` in 1, 1/2, 1/4, ... that decreases P
-    by Armijo's rule, evaluated on the scores ``Xw + t Xs`` without further passes. Its cost
-    hardly depends on C, where dual coordinate ascent (``train_sdca``) slows down (see
+    by Armijo's rule, evaluated on the scores ``Xw + t Xs`` without further passes. On
+    narrow data (a9a, w8a: forming and factoring the Hessian ``lam I + (1/n) X^T D X``
+    costs at most 50 products, at most 2048 columns), once CG would need more products in
+    an iteration than that costs, one pass forms the Hessian and its Cholesky factor solves
+    ``H s = -g`` exactly, in that iteration and the ones after it
+    (``params["dense_steps"]`` counts them; their ``cg_iters`` is 0). Its cost hardly
+    depends on C, where dual coordinate ascent (``train_sdca``) slows down (see
     ``docs/newton.md``; Lin, Weng & Keerthi, JMLR 2008, and Hsia, Chiang & Lin, ACML 2018,
     describe liblinear's trust-region and line-search versions).
 
@@ -121,7 +126,7 @@ def _engine(p, o, mon):
         w[p.d] = float(p.warm_start.intercept) / bias
     mon.set_coef(w[:p.d])
     dual_point = np.zeros(p.n)
-    status, n_epochs, passes, primal, dual, gap, p0, stalled = _newton.solve(
+    status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps = _newton.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight)
     note = ""
@@ -130,7 +135,7 @@ def _engine(p, o, mon):
                 "rounding level of the objective): a smaller tol cannot be certified")
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=dual_point, measure=gap, threshold=threshold(dual, p.tol, p0), note=note,
-                  info=dict(p0=p0, passes=passes))
+                  info=dict(p0=p0, passes=passes, dense_steps=dense_steps))
 
 
 NEWTON = register(Solver(
