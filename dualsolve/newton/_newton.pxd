@@ -16,7 +16,8 @@ conjugate gradients on Hessian-vector products (one pass each) until the residua
 the scores (O(n) per trial). On narrow X, where forming and factoring the Hessian
 (``sum_i nnz_i^2 / 2 + m^3 / 3`` flops, at most 2048 columns) costs at most 50 products, an
 iteration whose CG would need more products than that takes the exact step instead (one
-pass forms the Hessian, its Cholesky factor solves), and so do the iterations after it.
+pass forms the Hessian, its Cholesky factor solves), and so do the iterations after
+it (not for the smoothing continuation; CG again after an exact step cut below 1e-3).
 
 Certificate: the dual point ``a_i = -c_i phi'(x_i.w)`` of the SDCA dual
 ``D(a) = -(lam/2)||X^T a / (lam n)||^2 - (1/n) sum_i c_i h(a_i / c_i; y_i)`` (feasible for a

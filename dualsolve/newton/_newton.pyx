@@ -47,8 +47,9 @@ DEF SMOOTH_PATIENCE = 50
 #: step, which then solves the iterations after it too (CG needed 3 products per iteration
 #: on w8a at C = 1, where the explicit step costs about 8, and 22 at C = 10^4)
 DEF DENSE_BUDGET_MAX = 50.0
-#: an exact step cut below this by the line search hands the solve back to CG
-DEF DENSE_MIN_STEP = 0.25
+#: an exact step cut below this by the line search hands the next iteration back to CG
+#: (logistic's damped steps far from the optimum, 1/8 or 1/16, are not that)
+DEF DENSE_MIN_STEP = 1e-3
 cdef Py_ssize_t DENSE_MAX_COLUMNS = 2048
 
 
@@ -227,7 +228,8 @@ cdef void _hessian_dense(const floating* data, const index_t* indices, const ind
 cdef bint _cholesky_solve(double* H, const double* g, double* s, Py_ssize_t m) noexcept nogil:
     """s = -H^{-1} g through the Cholesky factor of H (lower triangle, row-major; overwritten
     by the factor). False when a pivot is not positive (rounding at a tiny lam): the caller
-    falls back to CG."""
+    falls back to CG. (LAPACK's dpotrf was no faster here: forming H is the cost, and BLAS
+    would bring threads of its own into a one-thread solve.)"""
     cdef Py_ssize_t i, j, k
     cdef double t, v
     for j in range(m):
@@ -440,7 +442,10 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     s = diag + m
     r = s + m
     pq = r + m          # 2m: the CG direction p and its product q = H p, interleaved
-    budget = _dense_budget(indptr, P.n, m, P.bias != 0.0)
+    # (not for the continuation's envelopes: their narrow quadratic pieces leave few rows
+    # curved, a nearly singular Hessian whose exact steps the line search cuts to 1e-9,
+    # where CG's truncation keeps the step in scale: heart_scale, hinge)
+    budget = 0 if smoothing else _dense_budget(indptr, P.n, m, P.bias != 0.0)
     if budget > 0:
         H = <double*>malloc(m * m * sizeof(double))     # NULL (no memory): CG, as for wide X
     # P(0) = (1/n) sum c phi(0): the scale of tol (and of the divergence watch)
@@ -565,11 +570,9 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
             t = 0.0
         model_ok = t == 1.0 and fabs(change - predicted) <= 0.01 * fabs(predicted)
         if dense and t < DENSE_MIN_STEP:
-            # the exact step overshoots: the generalised Hessian of a piecewise quadratic
-            # loss is nearly singular where few rows are curved (the hinge's narrow
-            # envelopes), and CG's truncation is what keeps a step in scale; CG from here on
-            free(H)
-            H = NULL
+            # the exact step overshoots (far from the optimum at a small lam the Hessian is
+            # nearly singular, and CG's truncation is what keeps a step in scale): CG again,
+            # until it needs more products than the exact step costs
             dense = False
         if (t == 0.0 or not (gs < 0.0)) and smoothing and mu > mu_min:
             # the envelope is solved as far as this precision allows: narrow it
