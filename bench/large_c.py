@@ -209,8 +209,9 @@ def _with_dual_certificate(X, y, res, path, verbose=True):
 
     ``train_linear`` is run to a relative gap of PSTAR_DUAL_TOL; its dual variables are
     then used by NumPy alone (``peers.dual_objective``: weak duality, D(a) <= P*), and
-    its primal points too (the better of w(a) and the model's coef), so the bracket rests on the formula, not on our solver's own
-    arithmetic.  The cache is rewritten with the new candidate."""
+    its primal points too (the better of w(a) and the model's coef), so the bracket rests
+    on the formula, not on our solver's own arithmetic.  The cache is rewritten with the
+    new candidate."""
     lam, loss = res["lam"], res["loss"]
     t = time.perf_counter()
     m = ds.train_linear(X, y, loss=loss, lam=lam, tol=PSTAR_DUAL_TOL, max_epochs=10 ** 6)

@@ -66,11 +66,11 @@ def newton_first(n_rows, n_columns, indptr, bias, warm_start):
     """Whether ``solver="auto"`` runs Newton from the start: narrow data, where the rows
     outnumber the columns (bias column counted) and Newton may solve with the explicit
     Hessian (``_newton.dense_budget``), unless the start is an array of dual variables (a
-    path's extrapolated start, which SDCA takes). Measured on nine LIBSVM sets (a9a, w8a,
-    a8a, svmguide1, the UCI tables; logistic and squared hinge, C = 1 .. 10^4; docs/newton.md):
-    Newton from zero 1.0-3.3x faster than SDCA and the hand-over (w8a logistic C = 10^4: 0.67
-    against 1.47 s, SDCA's w after 10 epochs being a poor start for Newton); at C = 0.01,
-    where SDCA certifies in a few epochs, 1.5x slower on a9a and w8a (tens of ms)."""
+    path's extrapolated start, which SDCA takes). Measured on a9a and w8a (logistic and
+    squared hinge, C = 0.01 .. 10^4; docs/newton.md): as fast or up to 3x faster than SDCA
+    first (w8a logistic C = 10^4: 0.61 against 1.24 s, SDCA's w after 10 epochs being a
+    poor start for Newton), but 10-50 ms slower at C = 0.01, where SDCA certifies in a few
+    epochs, and 20% slower on w8a logistic at C = 100."""
     if isinstance(warm_start, np.ndarray) or n_rows < n_columns + bool(bias):
         return False
     return _newton.dense_budget(indptr, n_columns, bool(bias)) > 0

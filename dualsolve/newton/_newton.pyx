@@ -338,7 +338,7 @@ cdef double _line_change(const NewtonProblem* P, const Loss* L, const double* z,
 cdef void _cg_solve(const floating* data, const index_t* indices, const index_t* indptr,
                     const NewtonProblem* P, const NewtonOptions* opt, const double* curv,
                     const double* g, const double* diag, double* s, double* r, double* pq,
-                    Py_ssize_t m, double dual, double gap, double floor, bint model_ok,
+                    Py_ssize_t m, double dual, double floor, bint model_ok,
                     Py_ssize_t limit, epoch_hook hook, void* ctx, Py_ssize_t* cg_out,
                     int* stop_out, bint* converged) noexcept nogil:
     """Preconditioned CG on H s = -g from s = 0 (r: the residual -g - H s), one pass per
@@ -520,8 +520,8 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
         stop = 0
         converged = False
         if not dense:
-            _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m, dual, gap,
-                      floor, model_ok, opt.max_cg if H == NULL else min(opt.max_cg, budget),
+            _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m, dual, floor,
+                      model_ok, opt.max_cg if H == NULL else min(opt.max_cg, budget),
                       hook, ctx, &cg, &stop, &converged)
             res.passes += cg
             if stop != 0:
@@ -544,7 +544,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
                 dense = False
                 if cg == 0:
                     _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m,
-                              dual, gap, floor, model_ok, opt.max_cg, hook, ctx, &cg, &stop,
+                              dual, floor, model_ok, opt.max_cg, hook, ctx, &cg, &stop,
                               &converged)
                     res.passes += cg
                     if stop != 0:
