@@ -8,10 +8,14 @@ from dataclasses import replace
 import numpy as np
 
 from ._core import losses as _losses
+from .model import Model
 
 
 # a solve from the primal's start that takes longer than this moves the path to alpha's
 SLOW_START_EPOCHS = 10
+#: the start rule of a train_linear(solver="auto") solve that Newton takes from the start
+#: (``_newton_goes_on``): the previous solve on the path ended with Newton
+NEWTON_START = "newton"
 
 
 class Along:
@@ -57,12 +61,25 @@ def extrapolated_start(done, lam, p, solver):
     ``train_linear`` the start goes to its SDCA (with ``solver="auto"``, Newton goes on from
     SDCA's w). Other solvers, one-vs-rest, and a single model give the last model.
 
-    Returns ``(start, rule)``, rule one of "last", "linear", "primal", "alpha" (the solve
-    keeps it in ``params["start_rule"]``, which the next start reads)."""
+    For ``train_linear(solver="auto")`` whose last solve ended with Newton
+    (``_newton_goes_on``) the start is instead the extrapolated primal of least objective
+    as a Model, and Newton takes it from the start (rule "newton"). Measured (news20
+    logistic, 5-fold ``cross_validate`` over 10 C from 2^-5 to 2^15, tol 1e-3, one thread,
+    two alternating runs): 44.0-47.6 s against 55.0-57.4 s with SDCA from the dual read
+    off it (fold 0, C = 2^15: 1.7 s, 20 passes, against 4.3 s, 11 epochs then 47 passes);
+    a9a, logistic 1.7 s against 5.1 s, squared hinge 0.8-0.9 s against 2.9-3.0 s.
+
+    Returns ``(start, rule)``, rule one of "last", "linear", "primal", "alpha", "newton"
+    (the solve keeps it in ``params["start_rule"]``, which the next start reads)."""
     last = list(done[-3:])
     # train_linear's SDCA (auto: SDCA first) takes the start; its Newton would not
     dual_start = solver.name == "sdca" or (solver.name == "linear"
                                            and last[-1].params.get("solver") != "newton")
+    if (len(last) >= 2 and _newton_goes_on(last[-1], solver, lam) and p.codes is None
+            and last[-1].params.get("multi_class", "ovr") == "ovr"):
+        s = np.log([m.params["lam"] for m in last])
+        if np.unique(s).size == s.size:
+            return _best_primal_model(last, s, lam, p), NEWTON_START
     if (len(last) < 2 or not dual_start or p.codes is not None
             or any(m.dual is None for m in last)
             or last[-1].params.get("multi_class", "ovr") != "ovr"):
@@ -128,10 +145,36 @@ def _lagrange(s, t):
                      for k, sk in enumerate(s)])
 
 
+def _newton_goes_on(model, solver, lam):
+    """Whether ``train_linear(solver="auto")`` ended ``model``'s solve with Newton (SDCA
+    handed over, or Newton ran from the start) and ``lam`` is smaller: that larger C is
+    then left to Newton from the start, from the extrapolated primal (NEWTON_START)."""
+    return (solver.name == "linear" and model.params.get("solver") == "auto"
+            and model.params.get("solver_chosen") in ("newton", "sdca+newton")
+            and lam < model.params["lam"])
+
+
+def _best_primal_model(models, s, lam, p):
+    """The extrapolated primal of least objective at ``lam`` (``_best_primal``) as a
+    Model: Newton's start (it reads ``coef`` and ``intercept``)."""
+    c, _ = _best_primal(models, s, lam, p)
+    coef = sum(ck * m.coef for ck, m in zip(c, models) if ck != 0.0)
+    intercept = sum(ck * m.intercept for ck, m in zip(c, models) if ck != 0.0)
+    return Model(coef, intercept=intercept)
+
+
 def _dual_of_best_primal(models, s, lam, p):
-    """``-c phi'(z)`` at the extrapolated primal of least objective at ``lam``. The
-    candidates are the polynomials in log lam through the last one, two and three solutions
-    (constant, linear, quadratic). Both terms of the objective come without a pass over X:
+    """``-c phi'(z)`` at the extrapolated primal of least objective at ``lam``
+    (``_best_primal``)."""
+    _, z = _best_primal(models, s, lam, p)
+    weight = 1.0 if p.weight is None else p.weight
+    return -weight * _losses.derivative(p.loss, z, p.y, p.loss_param)
+
+
+def _best_primal(models, s, lam, p):
+    """The weights ``c`` (over ``models``) of the extrapolated primal of least objective
+    at ``lam``, and its scores ``z``. The candidates are the polynomials in log lam
+    through the last one, two and three solutions (constant, linear, quadratic). Both terms of the objective come without a pass over X:
     the scores are the same combination of the solutions' training scores
     (``extra["margins"]``, kept by the path's solves), the norm a combination of their
     inner products. The quadratic is the better start from C = 2 on (news20 logistic: a
@@ -152,7 +195,7 @@ def _dual_of_best_primal(models, s, lam, p):
     for j, k in zip(*np.triu_indices(len(models))):
         gram[j, k] = gram[k, j] = _inner(models[j].coef, models[k].coef) + bias[j] * bias[k]
     weight = 1.0 if p.weight is None else p.weight
-    best, best_z = np.inf, None
+    best, best_c, best_z = np.inf, None, None
     for order in range(1, len(models) + 1):
         c = np.zeros(len(models))
         c[-order:] = _lagrange(s[-order:], np.log(lam))
@@ -160,5 +203,5 @@ def _dual_of_best_primal(models, s, lam, p):
         primal = (np.mean(weight * _losses.value(p.loss, z, p.y, p.loss_param))
                   + 0.5 * lam * (c @ gram @ c))
         if primal < best:
-            best, best_z = primal, z
-    return -weight * _losses.derivative(p.loss, best_z, p.y, p.loss_param)
+            best, best_c, best_z = primal, c, z
+    return best_c, best_z

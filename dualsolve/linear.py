@@ -11,6 +11,7 @@ from ._driver import Solver, certified, fit, register
 from ._monitor import MonitorView
 from .model import Model
 from ._params import Boolean, Interval, Options, Real
+from ._warm_path import NEWTON_START
 from .newton import _newton
 from .newton.api import NEWTON, train_newton
 from .sdca.api import SDCA, train_sdca
@@ -100,7 +101,10 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
       than rows, nearly separable data, it stays with SDCA); the hinge stays with SDCA.
       On narrow data (more rows than columns, and few enough columns for Newton's
       explicit Hessian: ``newton_first``) those losses go to Newton from the start.
-      What ran is ``Model.params["solver_chosen"]`` (``"sdca"``, ``"newton"`` or
+      On a path (``regularization_path``, ``cross_validate``, the estimators'
+      ``warm_start``), once a solve has ended with Newton the next ones run Newton from the
+      extrapolated primal (a larger C needs it more). What ran is
+      ``Model.params["solver_chosen"]`` (``"sdca"``, ``"newton"`` or
       ``"sdca+newton"``, with ``params["sdca_epochs"]``, the epoch of the hand-over); the
       command line's liblinear ``-s`` numbers use the same rule.
 
@@ -246,6 +250,10 @@ def _sdca_then_newton(p, o, mon):
 def _engine(p, o, mon):
     if o["solver"] != "auto":
         return _run(o["solver"], p, o, mon)
+    if p.start_rule == NEWTON_START:        # a path whose last solve ended with Newton
+        res = _run("newton", p, o, mon)
+        res.info = dict(res.info, start_rule=p.start_rule)
+        return res
     n_rows, n_features = p.X.shape
     if switches_to_newton(p.loss, n_rows, n_features + bool(o["fit_intercept"])):
         if newton_first(n_rows, n_features, p.X.indptr, o["fit_intercept"], p.warm_start):

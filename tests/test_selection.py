@@ -120,27 +120,83 @@ def test_logistic_path_leaves_the_primal_start_once_it_is_slow(monkeypatch):
             cold.history["primal"][-1])
 
 
-@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
-def test_train_linear_path_takes_the_extrapolated_start(heart, loss):
-    """train_linear's SDCA starts from the path's extrapolation (a dual array, not the last
-    model) and every solve reaches the cold certified optimum."""
+def _start_for(path, X, y, lam, loss):
+    """extrapolated_start for train_linear at lam after the solves ``path``."""
     from dualsolve._warm_path import extrapolated_start
-    X, y = heart
-    lams = np.geomspace(1.0, 1e-2, 5) / X.shape[0]
+    solver = solvers()["linear"]
+    args = inspect.signature(ds.train_linear).bind(X, y, lam=lam, loss=loss)
+    args.apply_defaults()
+    p = prepare(solver, dict(args.arguments))[0]
+    return extrapolated_start(path, p.lam, p, solver)
+
+
+def _cold_optima(path, X, y, lams, loss, tol):
+    for lam, m in zip(lams, path):
+        cold = ds.train_linear(X, y, lam=lam, loss=loss, tol=tol, max_epochs=100000)
+        assert m.converged and cold.converged
+        assert abs(m.history["primal"][-1] - cold.history["primal"][-1]) <= 2 * tol * abs(
+            cold.history["primal"][-1])
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_train_linear_path_takes_the_extrapolated_start(loss):
+    """Where the path's solves end with SDCA (wide rows, small C), train_linear's SDCA
+    starts from the path's extrapolation (a dual array, not the last model) and every solve
+    reaches the cold certified optimum."""
+    rng = np.random.default_rng(0)
+    X = sp.random(150, 1500, density=0.02, random_state=1, format="csr")
+    y = np.where(rng.random(150) < 0.5, -1.0, 1.0)
+    lams = np.geomspace(1.0, 1e-1, 5) / X.shape[0]
     path = regularization_path(ds.train_linear, X, y, lams=lams, loss=loss, tol=1e-10,
                                max_epochs=100000)
+    assert all(m.params["solver_chosen"] == "sdca" for m in path)
+    _cold_optima(path, X, y, lams, loss, 1e-10)
+    start, rule = _start_for(path, X, y, lams[-1] / 2, loss)
+    assert isinstance(start, np.ndarray) and start.shape == (X.shape[0],)
+    assert rule in ("primal", "alpha")
+
+
+def test_train_linear_path_goes_on_with_newton(heart):
+    """Once a path's solve ends with Newton (heart: narrow rows, Newton from the start),
+    the next one is Newton's from the extrapolated primal of least objective (start_rule
+    "newton", a Model with coef and intercept), which is no worse than the last solution
+    at the new lam; every solve reaches the cold certified optimum."""
+    X, y = heart
+    lams = np.geomspace(1.0, 1e-2, 5) / X.shape[0]
+    path = regularization_path(ds.train_linear, X, y, lams=lams, loss="logistic", tol=1e-10,
+                               fit_intercept=True)
+    assert path[0].params["solver_chosen"] == "newton"
+    assert [m.params.get("start_rule") for m in path[2:]] == ["newton"] * 3
+    assert all(m.params["solver_chosen"] == "newton" for m in path)
     for lam, m in zip(lams, path):
-        cold = ds.train_linear(X, y, lam=lam, loss=loss, tol=1e-10, max_epochs=100000)
+        cold = ds.train_linear(X, y, lam=lam, loss="logistic", tol=1e-10, fit_intercept=True)
         assert m.converged and cold.converged
         assert abs(m.history["primal"][-1] - cold.history["primal"][-1]) <= 2e-10 * abs(
             cold.history["primal"][-1])
-    solver = solvers()["linear"]
-    args = inspect.signature(ds.train_linear).bind(X, y, lam=lams[-1], loss=loss)
-    args.apply_defaults()
-    p = prepare(solver, dict(args.arguments))[0]
-    start, rule = extrapolated_start(path[:-1], p.lam, p, solver)
-    assert isinstance(start, np.ndarray) and start.shape == (X.shape[0],)
-    assert rule in ("primal", "alpha")
+    lam = lams[-1] * lams[-1] / lams[-2]
+    start, rule = _start_for(path, X, y, lam, "logistic")
+    assert rule == "newton" and isinstance(start, ds.Model) and start.dual is None
+
+    def objective(coef, b):
+        z = y * (X @ coef + b)
+        return np.mean(np.logaddexp(0.0, -z)) + 0.5 * lam * (coef @ coef + b * b)
+
+    # the least objective of the polynomials in log lam through the last 1, 2, 3 solutions
+    from dualsolve._warm_path import _lagrange
+    s = np.log(lams[-3:])
+    candidates = []
+    for order in (1, 2, 3):
+        c = _lagrange(s[-order:], np.log(lam))
+        coef = sum(ck * m.coef for ck, m in zip(c, path[-order:]))
+        b = sum(ck * m.intercept for ck, m in zip(c, path[-order:]))
+        candidates.append(objective(coef, b))
+    assert objective(start.coef, start.intercept) == pytest.approx(min(candidates), rel=1e-12)
+    assert len(set(candidates)) == 3
+    # a larger lam (going back down the path), SDCA-only paths: the starts as before
+    assert _start_for(path, X, y, lams[0] * 2, "logistic")[1] != "newton"
+    sdca_path = regularization_path(ds.train_linear, X, y, lams=lams[:3], loss="logistic",
+                                    solver="sdca", max_epochs=100000)
+    assert _start_for(sdca_path, X, y, lam, "logistic")[1] != "newton"
 
 
 def test_path_works_for_a_primal_dual_solver(heart):
