@@ -174,10 +174,11 @@ def _dual_of_best_primal(models, s, lam, p):
 def _best_primal(models, s, lam, p):
     """The weights ``c`` (over ``models``) of the extrapolated primal of least objective
     at ``lam``, and its scores ``z``. The candidates are the polynomials in log lam
-    through the last one, two and three solutions (constant, linear, quadratic). Both terms of the objective come without a pass over X:
-    the scores are the same combination of the solutions' training scores
-    (``extra["margins"]``, kept by the path's solves), the norm a combination of their
-    inner products. The quadratic is the better start from C = 2 on (news20 logistic: a
+    through the last one, two and three solutions (constant, linear, quadratic). Both
+    terms of the objective come without a pass over X: the scores are the same combination
+    of the solutions' training scores (``extra["margins"]``, kept by the path's SDCA
+    solves; one pass for a model without them), the norm a combination of their inner
+    products. The quadratic is the better start from C = 2 on (news20 logistic: a
     relative gap of 1e-3 against 1.6e-2) until the solves' own error, amplified by its
     weights (3, -3, 1), makes it worse (C = 64: 1.5e-2 against 1e-2), which the objective
     sees."""
