@@ -328,6 +328,8 @@ def _build_model(solver, p, options, res, mon):
     params.update({k: v for k, v in options.items() if not callable(v)})
     if p.weight is not None:                # the weights themselves are data, not kept
         params["weighted"] = True
+    if p.start_rule:                        # a path's start (dualsolve._warm_path)
+        params["start_rule"] = p.start_rule
     params.update(res.info)
     history = make_history(mon.rows, extra_fields=solver.history)
     return res.model_class(coef=res.coef, intercept=res.intercept, dual=res.dual,

@@ -251,9 +251,7 @@ def _engine(p, o, mon):
     if o["solver"] != "auto":
         return _run(o["solver"], p, o, mon)
     if p.start_rule == NEWTON_START:        # a path whose last solve ended with Newton
-        res = _run("newton", p, o, mon)
-        res.info = dict(res.info, start_rule=p.start_rule)
-        return res
+        return _run("newton", p, o, mon)
     n_rows, n_features = p.X.shape
     if switches_to_newton(p.loss, n_rows, n_features + bool(o["fit_intercept"])):
         if newton_first(n_rows, n_features, p.X.indptr, o["fit_intercept"], p.warm_start):

@@ -217,8 +217,6 @@ def _engine(p, o, mon):
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"])
-    if p.start_rule:
-        info["start_rule"] = p.start_rule
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=info, extra=extra)
