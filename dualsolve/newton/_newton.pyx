@@ -11,7 +11,7 @@ so the step length is found without more passes.
 """
 from libc.math cimport sqrt, fabs, isfinite, INFINITY, NAN
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -227,11 +227,14 @@ cdef void _hessian_dense(const floating* data, const index_t* indices, const ind
 
 cdef bint _cholesky_solve(double* H, const double* g, double* s, Py_ssize_t m) noexcept nogil:
     """s = -H^{-1} g through the Cholesky factor of H (lower triangle, row-major; overwritten
-    by the factor). False when a pivot is not positive (rounding at a tiny lam): the caller
-    falls back to CG. (LAPACK's dpotrf was no faster here: forming H is the cost, and BLAS
-    would bring threads of its own into a one-thread solve.)"""
+    by the factor; H holds m more doubles after it, the solve's scratch). False when a pivot
+    is not positive or the solution not finite (rounding at a tiny lam), s then untouched
+    (CG's step, when CG ran): the caller falls back to CG. (LAPACK's dpotrf was no faster
+    here: forming H is the cost, and BLAS would bring threads of its own into a one-thread
+    solve.)"""
     cdef Py_ssize_t i, j, k
     cdef double t, v
+    cdef double* x = H + m * m
     for j in range(m):
         t = H[j * m + j]
         for k in range(j):
@@ -248,16 +251,17 @@ cdef bint _cholesky_solve(double* H, const double* g, double* s, Py_ssize_t m) n
     for i in range(m):                  # L y = -g
         t = -g[i]
         for k in range(i):
-            t -= H[i * m + k] * s[k]
-        s[i] = t / H[i * m + i]
-    for i in range(m - 1, -1, -1):      # L^T s = y
-        t = s[i]
+            t -= H[i * m + k] * x[k]
+        x[i] = t / H[i * m + i]
+    for i in range(m - 1, -1, -1):      # L^T x = y
+        t = x[i]
         for k in range(i + 1, m):
-            t -= H[k * m + i] * s[k]
-        s[i] = t / H[i * m + i]
+            t -= H[k * m + i] * x[k]
+        x[i] = t / H[i * m + i]
     for i in range(m):
-        if not isfinite(s[i]):
+        if not isfinite(x[i]):
             return False
+    memcpy(s, x, m * sizeof(double))
     return True
 
 
@@ -447,7 +451,8 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
     # where CG's truncation keeps the step in scale: heart_scale, hinge)
     budget = 0 if smoothing else _dense_budget(indptr, P.n, m, P.bias != 0.0)
     if budget > 0:
-        H = <double*>malloc(m * m * sizeof(double))     # NULL (no memory): CG, as for wide X
+        # (and m for the solve; NULL, no memory: CG, as for wide X)
+        H = <double*>malloc((m * m + m) * sizeof(double))
     # P(0) = (1/n) sum c phi(0): the scale of tol (and of the divergence watch)
     memset(z, 0, n * sizeof(double))
     res.p0 = 0.0
@@ -538,7 +543,7 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
                 res.dense_steps += 1
             else:
                 # a pivot lost to rounding (a tiny lam): CG from here on, this iteration
-                # included when CG has not run yet
+                # included when CG has not run yet (else its step s and residual r stand)
                 free(H)
                 H = NULL
                 dense = False
