@@ -79,6 +79,10 @@ ctypedef struct SdcaProblem:
                               # Fenchel-Young gap F_i = phi(z_i) + h(a_i) + a_i z_i, before the step
     double shrunk_gap         # sum of F_j over shrunk rows (scores of the last check)
     double pass_cost          # work of the last pass: sum over visited rows of nnz + 16
+    double drift              # bound on ||w - X^T alpha / (lam n)||_2, the rounding of the
+                              # incremental updates since w was last computed from alpha
+                              # (INFINITY: not tracked, as in the threaded pass)
+    double w_norm             # ||w||_2 at the last check (a bound: rounded up)
     rng_state rng
 
 

@@ -11,13 +11,15 @@ exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); r
 a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
 epoch one pass over all rows recomputes every score from scratch and gives the exact duality
 gap; it also re-activates shrunk rows that have become violators, so no unshrink-and-retry
-pass is needed. When the gap certifies (status.pxd's gap_certifies: gap <= tol * D), w is
-recomputed from alpha (removing
-incremental rounding drift) and the gap re-checked before stopping: the final gap is a
-certificate.
+pass is needed. The serial pass bounds the rounding drift of its incremental w against
+X^T alpha / (lam n) (SdcaProblem.drift: each step's error from the step's own sizes), and a
+check lowers D by what that drift can change in ||w||^2: the gap of a check is a
+certificate for the incremental w as it stands, without recomputing w from alpha. Where
+the drift is not tracked (the threaded pass, mixed points) or its slack alone keeps a check
+from certifying, w is recomputed from alpha and the gap re-checked before stopping.
 """
 from cython.parallel cimport parallel, threadid
-from libc.math cimport INFINITY, NAN, fabs
+from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -28,8 +30,9 @@ from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, report_epoch,
                                      gap_certifies, gap_floor)
-from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, sparse_sqnorm,
-                                  prefetch_row, sorted_row_find)
+from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
+                                  sparse_axpy_sqnorm, sparse_sqnorm, prefetch_row,
+                                  sorted_row_find)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, loss_conj_quadratic, make_loss)
@@ -86,6 +89,8 @@ cdef void sdca_problem_init(SdcaProblem* P, Py_ssize_t n, Py_ssize_t d, const do
     P.rows_sorted = 0
     P.z = z
     P.index = index
+    P.drift = INFINITY
+    P.w_norm = INFINITY
 
 
 cdef inline Py_ssize_t _point(const SdcaProblem* P, Py_ssize_t j) noexcept nogil:
@@ -158,6 +163,7 @@ cdef void _resync(const floating* data, const index_t* indices, const index_t* i
     """w = X^T alpha / (lam n), from scratch."""
     cdef Py_ssize_t j, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double scale = 1.0 / (P.lam * P.n)
+    P.drift = 0.0
     memset(P.w, 0, dw * sizeof(double))
     for j in range(P.n):
         if P.alpha[j] != 0.0:
@@ -238,6 +244,7 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
     for i in range(dw):
         ksum_add(&ws, P.w[i] * P.w[i])
     loss_sum, conj_sum, wn = ksum_value(&ls), ksum_value(&cs), ksum_value(&ws)
+    P.w_norm = sqrt(wn) * (1.0 + 1e-12)
     primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
     dual[0] = -conj_sum / P.n - 0.5 * P.lam * wn
     gap[0] = (loss_sum + conj_sum) / P.n + P.lam * wn
@@ -262,6 +269,7 @@ cdef void _zero_start(SdcaProblem* P, double* primal, double* dual, double* gap)
     cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double loss_sum = 0.0, conj_sum = 0.0
     memset(P.w, 0, dw * sizeof(double))
+    P.drift = 0.0
     for i in range(P.n):
         P.z[i] = P.offset
         loss_sum += _weight(P, i) * loss_value(&P.loss, P.offset, P.y[i])
@@ -365,6 +373,21 @@ cdef inline bint _shrinks(const SdcaProblem* P, const SdcaOptions* opt) noexcept
                  or P.loss.kind == LOSS_SQUARED_HINGE))
 
 
+# twice the unit roundoff of a double: a generous u in the drift bound (the (1 + u) factors
+# of a step's terms are absorbed by the factor 2)
+cdef double DRIFT_U = 2.3e-16
+
+
+cdef double _drift_slack(const SdcaProblem* P) noexcept nogil:
+    """How far D(alpha) may lie below the dual a check computes from the incremental w
+    (the check's ||w|| in w_norm): ||w(alpha)|| <= ||w|| + drift, so lam/2 ||w(alpha)||^2
+    exceeds lam/2 ||w||^2 by at most lam (||w|| drift + drift^2 / 2). Zero right after w
+    was computed from alpha; INFINITY when the drift is not tracked."""
+    if P.drift == 0.0:
+        return 0.0
+    return P.lam * (P.w_norm * P.drift + 0.5 * P.drift * P.drift)
+
+
 cdef void _epoch(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, const SdcaOptions* opt, double relax) noexcept nogil:
     """One pass of coordinate steps over the active coordinates; ``relax`` != 1: the
@@ -387,7 +410,11 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef PassSums S
     cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a, delta
+    cdef double z, a, delta, sq
+    # the drift bound: a step w += c x rounds each entry twice (c x_k, then the sum), so its
+    # error vector is at most u (||c x|| + ||new w on the row||), both known at the step
+    cdef double drift = P.drift
+    cdef bint track = drift != INFINITY
     _sums_init(&S)
     if permute:
         rng_shuffle(&P.rng, index, n_active)
@@ -427,13 +454,22 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         delta = a - alpha[i]
         if delta != 0.0:
             alpha[i] = a
-            if p < n_rows:
+            if p < n_rows and track:
+                sq = sparse_axpy_sqnorm(delta * scale, data + start, indices + start, nnz, w)
+                if bias != 0.0:
+                    w[d] += delta * scale * bias
+                    sq += w[d] * w[d]
+                # sqnorm holds ||x_p||^2 + bias^2: the row as w sees it
+                drift += DRIFT_U * (fabs(delta * scale) * sqrt(P.sqnorm[p]) + sqrt(sq))
+            elif p < n_rows:
                 sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
                 if bias != 0.0:
                     w[d] += delta * scale * bias
             else:
                 _point_axpy(data, indices, indptr, P, p, delta * scale)
+                track = False   # a mixed point's two rows: not tracked
         k += 1
+    P.drift = drift if track else INFINITY
     _pass_end(P, &S, n_active)
 
 
@@ -702,6 +738,7 @@ cdef void _resync_owned(const floating* data, const index_t* indices, const inde
     cdef Py_ssize_t p, lo
     cdef double scale = 1.0 / (P.lam * P.n)
     O.failed = 0
+    P.drift = 0.0
     with parallel(num_threads=T):
         t = threadid()
         if DS_TEAM_SIZE() != T:
@@ -734,6 +771,7 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
     cdef int T = O.threads, t
     cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos
     cdef PassSums S
+    P.drift = INFINITY          # the owners' updates are not tracked: checks resync
     rng_shuffle(&P.rng, P.index, n_active)
     for t in range(T * T):
         spsc_reset(&O.ring[t])
@@ -784,6 +822,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, epoch, start
     cdef double primal, dual, gap, p0 = 0.0, target, floor, estimate, predicted = NAN, relax
+    cdef double raw_gap, slack
     # work model (deterministic: the schedule must not depend on timing, since with
     # shrinking it changes the iterates): a row costs its nonzeros plus a constant
     cdef CheckSchedule sched
@@ -862,11 +901,19 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
                                      target, &predicted)
         if checked:
-            # a check expected to succeed resyncs first and certifies in one go
+            # a check expected to succeed resyncs first and certifies in one go, unless the
+            # drift is tracked: then the incremental w is certified as it is (the drift's
+            # slack is ~1e-13 of the gap's scale), and a resync only follows a check that
+            # the slack alone kept from certifying
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
-            if certify:
+            if certify and P.drift == INFINITY:
                 _resync_with(data, indices, indptr, P, synced)
             _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
+            raw_gap = gap
+            slack = _drift_slack(P)
+            if slack != INFINITY:   # a rigorous gap of the incremental w (0 after a resync)
+                dual -= slack
+                gap += slack
             if threaded:
                 if not (dual >= kept_dual - 1e-9 * fabs(kept_dual)) or primal != primal:
                     # stale scores overshot: back to the last check (every row active
@@ -885,13 +932,17 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                     memcpy(kept, P.alpha, P.n * sizeof(double))
                     kept_dual = dual
                     kept_gap = gap
-            if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
-                # certify: remove the rounding drift of the incremental w, then re-check
-                certify = True
+            if ((slack == INFINITY or not gap_certifies(gap, primal - gap, opt.tol, floor))
+                    and P.drift != 0.0
+                    and (gap_certifies(raw_gap, primal - raw_gap, opt.tol, floor)
+                         or (slack != INFINITY and slack >= raw_gap))):
+                # the drift (untracked, or its slack: at an optimum of 0 only w from alpha
+                # has a gap of 0) is what stands in the way: w from alpha, the exact gap
                 _resync_with(data, indices, indptr, P, synced)
                 _check(data, indices, indptr, P, &primal, &dual, &gap, threads)
-            if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
-                res.status = STATUS_CONVERGED
+            if P.drift == 0.0 or slack != INFINITY:
+                if gap_certifies(gap, primal - gap, opt.tol, floor):
+                    res.status = STATUS_CONVERGED
             schedule_checked(&sched, gap)
             target = schedule_target(primal, dual, opt.tol, floor)
         if hook != NULL:
