@@ -15,8 +15,8 @@ pass is needed. The serial pass bounds the rounding drift of its incremental w a
 X^T alpha / (lam n) (SdcaProblem.drift: each step's error from the step's own sizes), and a
 check lowers D by what that drift can change in ||w||^2: the gap of a check is a
 certificate for the incremental w as it stands, without recomputing w from alpha. Where
-the drift is not tracked (the threaded pass, mixed points) or its slack alone keeps a check
-from certifying, w is recomputed from alpha and the gap re-checked before stopping.
+the drift is not tracked (mixed points) or its slack alone keeps a check from certifying,
+w is recomputed from alpha and the gap re-checked before stopping.
 """
 from cython.parallel cimport parallel, threadid
 from libc.math cimport INFINITY, NAN, fabs, sqrt
@@ -301,6 +301,7 @@ ctypedef struct PassSums:
     double cost           # work: nnz + 16 per visit
     double pg_max         # extreme projected gradients (the next pass's shrinking bounds)
     double pg_min
+    double drift          # the bound on the rounding of the steps applied (threaded pass)
     Py_ssize_t visits
     Py_ssize_t sampled
 
@@ -311,6 +312,7 @@ cdef inline void _sums_init(PassSums* S) noexcept nogil:
     S.cost = 0.0
     S.pg_max = -INFINITY
     S.pg_min = INFINITY
+    S.drift = 0.0
     S.visits = 0
     S.sampled = 0
 
@@ -624,21 +626,26 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
     return True
 
 
-cdef inline void _owned_apply(const floating* data, const index_t* indices,
-                              const index_t* indptr, SdcaProblem* P, const OwnedPass* O,
-                              int t, Py_ssize_t p, double c) noexcept nogil:
-    """Thread t's part of the step c x_p: its features (and the bias, last thread's)."""
+cdef inline double _owned_apply(const floating* data, const index_t* indices,
+                                const index_t* indptr, SdcaProblem* P, const OwnedPass* O,
+                                int t, Py_ssize_t p, double c) noexcept nogil:
+    """Thread t's part of the step c x_p: its features (and the bias, last thread's).
+    Returns a bound on the part's rounding (the serial pass's, with the whole row's
+    ||c x_p|| standing for the part's: the parts' bounds add up to a bound of the step)."""
     cdef Py_ssize_t lo = _seg_lo(O, indptr, p, t), hi = _seg_hi(O, indptr, p, t)
+    cdef double sq = 0.0
     if hi > lo:
-        sparse_axpy(c, data + lo, indices + lo, hi - lo, P.w)
+        sq = sparse_axpy_sqnorm(c, data + lo, indices + lo, hi - lo, P.w)
     if t == O.threads - 1 and P.bias != 0.0:
         P.w[P.d] += c * P.bias
+        sq += P.w[P.d] * P.w[P.d]
+    return DRIFT_U * (fabs(c) * sqrt(P.sqnorm[p]) + sqrt(sq))
 
 
 cdef inline void _owned_drain(const floating* data, const index_t* indices,
                               const index_t* indptr, SdcaProblem* P, OwnedPass* O,
-                              int t) noexcept nogil:
-    """Apply the steps the other threads sent to thread t."""
+                              int t, PassSums* S) noexcept nogil:
+    """Apply the steps the other threads sent to thread t (their rounding into S.drift)."""
     cdef int u
     cdef SpscRing* r
     cdef long long e, ready
@@ -655,7 +662,8 @@ cdef inline void _owned_drain(const floating* data, const index_t* indices,
                 nxt = r.row[(e + 2) % r.cap]
                 lo = _seg_lo(O, indptr, nxt, t)
                 prefetch_row(data + lo, indices + lo, _seg_hi(O, indptr, nxt, t) - lo)
-            _owned_apply(data, indices, indptr, P, O, t, r.row[e % r.cap], r.coef[e % r.cap])
+            S.drift += _owned_apply(data, indices, indptr, P, O, t, r.row[e % r.cap],
+                                    r.coef[e % r.cap])
         spsc_release(r, ready)
 
 
@@ -702,16 +710,16 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
         if a != P.alpha[i]:
             c = (a - P.alpha[i]) * scale
             P.alpha[i] = a
-            _owned_apply(data, indices, indptr, P, O, t, i, c)
+            S.drift += _owned_apply(data, indices, indptr, P, O, t, i, c)
             for u in range(T):
                 if u != t and _owned_sends(O, P, indptr, i, u):
                     while spsc_full(&O.ring[t * T + u]):
-                        _owned_drain(data, indices, indptr, P, O, t)
+                        _owned_drain(data, indices, indptr, P, O, t, S)
                         DS_CPU_RELAX()
                     spsc_push(&O.ring[t * T + u], i, c)
         k += 1
         if (k - lo) % SPSC_PUBLISH == 0:
-            _owned_drain(data, indices, indptr, P, O, t)
+            _owned_drain(data, indices, indptr, P, O, t, S)
     O.active[t] = end - lo
     O.sums[t] = sums
     for u in range(T):
@@ -724,10 +732,11 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
         for u in range(T):
             if u != t and DS_LOAD_ACQUIRE(&O.done[8 * u]) == 0:
                 all_done = False
-        _owned_drain(data, indices, indptr, P, O, t)
+        _owned_drain(data, indices, indptr, P, O, t, S)
         if all_done:
             break
         DS_CPU_RELAX()
+    O.sums[t].drift = sums.drift     # with the steps drained after the slice
 
 
 cdef void _resync_owned(const floating* data, const index_t* indices, const index_t* indptr,
@@ -771,7 +780,6 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
     cdef int T = O.threads, t
     cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos
     cdef PassSums S
-    P.drift = INFINITY          # the owners' updates are not tracked: checks resync
     rng_shuffle(&P.rng, P.index, n_active)
     for t in range(T * T):
         spsc_reset(&O.ring[t])
@@ -793,6 +801,7 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
         S.cost += O.sums[t].cost
         S.pg_max = max(S.pg_max, O.sums[t].pg_max)
         S.pg_min = min(S.pg_min, O.sums[t].pg_min)
+        S.drift += O.sums[t].drift
         S.visits += O.sums[t].visits
         S.sampled += O.sums[t].sampled
     # the active set in one piece again: each slice's active rows, then the rows shrunk
@@ -811,6 +820,7 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
     m = 0
     for t in range(T):
         m += O.active[t]
+    P.drift += S.drift
     _pass_end(P, &S, m)
     return True
 
