@@ -12,7 +12,7 @@ import pytest
 
 import dualsolve as ds
 from dualsolve import _threads
-from dualsolve._core import parallel
+from dualsolve._core import losses, parallel
 from dualsolve._driver import solvers
 from solver_problems import interrupted  # tests/ (see conftest.py)
 
@@ -205,6 +205,13 @@ def test_two_threads_reach_the_certified_optimum_of_one(kw, d):
     lam = two.params["lam"]
     np.testing.assert_allclose(two.coef, X.T @ two.dual / (lam * X.shape[0]), rtol=1e-9,
                                atol=1e-12)
+    # each reported dual is a lower bound of D(dual) from the formula (the checks certify
+    # the incremental w, lowering D by the bound on its rounding drift)
+    for m, D in ((one, D1), (two, D2)) if not kw.get("fit_intercept") else ():
+        w_alpha = X.T @ m.dual / (lam * X.shape[0])
+        exact = (-np.mean(losses.conjugate(kw["loss"], m.dual, y))
+                 - 0.5 * lam * (w_alpha @ w_alpha))
+        assert D <= exact + 1e-15 * m.params["p0"]
 
 
 def _two_threads():

@@ -81,7 +81,7 @@ ctypedef struct SdcaProblem:
     double pass_cost          # work of the last pass: sum over visited rows of nnz + 16
     double drift              # bound on ||w - X^T alpha / (lam n)||_2, the rounding of the
                               # incremental updates since w was last computed from alpha
-                              # (INFINITY: not tracked, as in the threaded pass)
+                              # (INFINITY: not tracked, as for mixed points)
     double w_norm             # ||w||_2 at the last check (a bound: rounded up)
     rng_state rng
 

@@ -11,7 +11,7 @@ exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); r
 a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
 epoch one pass over all rows recomputes every score from scratch and gives the exact duality
 gap; it also re-activates shrunk rows that have become violators, so no unshrink-and-retry
-pass is needed. The serial pass bounds the rounding drift of its incremental w against
+pass is needed. The passes bound the rounding drift of their incremental w against
 X^T alpha / (lam n) (SdcaProblem.drift: each step's error from the step's own sizes), and a
 check lowers D by what that drift can change in ||w||^2: the gap of a check is a
 certificate for the incremental w as it stands, without recomputing w from alpha. Where
@@ -387,6 +387,8 @@ cdef double _drift_slack(const SdcaProblem* P) noexcept nogil:
     was computed from alpha; INFINITY when the drift is not tracked."""
     if P.drift == 0.0:
         return 0.0
+    if P.drift == INFINITY:     # (not lam * 0 * inf when w = 0)
+        return INFINITY
     return P.lam * (P.w_norm * P.drift + 0.5 * P.drift * P.drift)
 
 
