@@ -45,39 +45,14 @@ cdef inline double sparse_dot(const floating* data, const index_t* ind, Py_ssize
     return s0 + s1
 
 
-cdef inline void sparse_axpy(double a, const floating* data, const index_t* ind,
-                             Py_ssize_t nnz, double* w) noexcept nogil:
-    """w[ind[k]] += a * data[k] for every stored entry.
+cdef inline double _axpy(double a, const floating* data, const index_t* ind, Py_ssize_t nnz,
+                         double* w, bint squares) noexcept nogil:
+    """w[ind[k]] += a * data[k]; with ``squares`` also the sum of the new entries' squares
+    (a constant at every call: the inlined copy without it has no squares).
 
     Four loads before four stores: the compiler may not hoist a load above a store that
     could alias it, and distinct indices within a row (checked when X is validated) make
     the grouping exact."""
-    cdef Py_ssize_t k = 0
-    cdef index_t i0, i1, i2, i3
-    cdef double v0, v1, v2, v3
-    while k + 3 < nnz:
-        i0 = ind[k]
-        i1 = ind[k + 1]
-        i2 = ind[k + 2]
-        i3 = ind[k + 3]
-        v0 = w[i0] + a * data[k]
-        v1 = w[i1] + a * data[k + 1]
-        v2 = w[i2] + a * data[k + 2]
-        v3 = w[i3] + a * data[k + 3]
-        w[i0] = v0
-        w[i1] = v1
-        w[i2] = v2
-        w[i3] = v3
-        k += 4
-    while k < nnz:
-        w[ind[k]] += a * data[k]
-        k += 1
-
-
-cdef inline double sparse_axpy_sqnorm(double a, const floating* data, const index_t* ind,
-                                      Py_ssize_t nnz, double* w) noexcept nogil:
-    """sparse_axpy, returning the sum of the squares of the row's new entries of w (what
-    a bound on the update's rounding needs), at no extra memory traffic."""
     cdef Py_ssize_t k = 0
     cdef index_t i0, i1, i2, i3
     cdef double v0, v1, v2, v3, s = 0.0
@@ -94,14 +69,29 @@ cdef inline double sparse_axpy_sqnorm(double a, const floating* data, const inde
         w[i1] = v1
         w[i2] = v2
         w[i3] = v3
-        s += (v0 * v0 + v1 * v1) + (v2 * v2 + v3 * v3)
+        if squares:
+            s += (v0 * v0 + v1 * v1) + (v2 * v2 + v3 * v3)
         k += 4
     while k < nnz:
         v0 = w[ind[k]] + a * data[k]
         w[ind[k]] = v0
-        s += v0 * v0
+        if squares:
+            s += v0 * v0
         k += 1
     return s
+
+
+cdef inline void sparse_axpy(double a, const floating* data, const index_t* ind,
+                             Py_ssize_t nnz, double* w) noexcept nogil:
+    """w[ind[k]] += a * data[k] for every stored entry."""
+    _axpy(a, data, ind, nnz, w, False)
+
+
+cdef inline double sparse_axpy_sqnorm(double a, const floating* data, const index_t* ind,
+                                      Py_ssize_t nnz, double* w) noexcept nogil:
+    """sparse_axpy, returning the sum of the squares of the row's new entries of w (what
+    a bound on the update's rounding needs), at no extra memory traffic."""
+    return _axpy(a, data, ind, nnz, w, True)
 
 
 cdef inline double sparse_dot_even(const floating* data, const index_t* ind, Py_ssize_t nnz,
