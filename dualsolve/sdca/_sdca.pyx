@@ -380,6 +380,12 @@ cdef inline bint _shrinks(const SdcaProblem* P, const SdcaOptions* opt) noexcept
 cdef double DRIFT_U = 2.3e-16
 
 
+cdef inline double _step_drift(double c, double row_sqnorm, double new_sqnorm) noexcept nogil:
+    """The drift bound of a step w += c x on a row: each entry is rounded twice (c x_k,
+    then the sum), so the error vector is at most u (||c x|| + ||new w on the row||)."""
+    return DRIFT_U * (fabs(c) * sqrt(row_sqnorm) + sqrt(new_sqnorm))
+
+
 cdef double _drift_slack(const SdcaProblem* P) noexcept nogil:
     """How far D(alpha) may lie below the dual a check computes from the incremental w
     (the check's ||w|| in w_norm): ||w(alpha)|| <= ||w|| + drift, so lam/2 ||w(alpha)||^2
@@ -414,10 +420,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef PassSums S
     cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a, delta, sq
-    # the drift bound: a step w += c x rounds each entry twice (c x_k, then the sum), so its
-    # error vector is at most u (||c x|| + ||new w on the row||), both known at the step
-    cdef double drift = P.drift
+    cdef double z, a, delta, sq = 0.0
+    cdef double drift = P.drift      # (_step_drift: both of its norms are known at the step)
     cdef bint track = drift != INFINITY
     _sums_init(&S)
     if permute:
@@ -458,17 +462,17 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         delta = a - alpha[i]
         if delta != 0.0:
             alpha[i] = a
-            if p < n_rows and track:
-                sq = sparse_axpy_sqnorm(delta * scale, data + start, indices + start, nnz, w)
+            if p < n_rows:
+                if track:
+                    sq = sparse_axpy_sqnorm(delta * scale, data + start, indices + start,
+                                            nnz, w)
+                else:
+                    sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
                 if bias != 0.0:
                     w[d] += delta * scale * bias
                     sq += w[d] * w[d]
-                # sqnorm holds ||x_p||^2 + bias^2: the row as w sees it
-                drift += DRIFT_U * (fabs(delta * scale) * sqrt(P.sqnorm[p]) + sqrt(sq))
-            elif p < n_rows:
-                sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
-                if bias != 0.0:
-                    w[d] += delta * scale * bias
+                if track:       # sqnorm holds ||x_p||^2 + bias^2: the row as w sees it
+                    drift += _step_drift(delta * scale, P.sqnorm[p], sq)
             else:
                 _point_axpy(data, indices, indptr, P, p, delta * scale)
                 track = False   # a mixed point's two rows: not tracked
@@ -641,7 +645,7 @@ cdef inline double _owned_apply(const floating* data, const index_t* indices,
     if t == O.threads - 1 and P.bias != 0.0:
         P.w[P.d] += c * P.bias
         sq += P.w[P.d] * P.w[P.d]
-    return DRIFT_U * (fabs(c) * sqrt(P.sqnorm[p]) + sqrt(sq))
+    return _step_drift(c, P.sqnorm[p], sq)
 
 
 cdef inline void _owned_drain(const floating* data, const index_t* indices,
