@@ -72,20 +72,17 @@ def extrapolated_start(done, lam, p, solver):
     Returns ``(start, rule)``, rule one of "last", "linear", "primal", "alpha", "newton"
     (the solve keeps it in ``params["start_rule"]``, which the next start reads)."""
     last = list(done[-3:])
+    s = np.log([m.params["lam"] for m in last])
+    # an extrapolation needs two or more distinct lam, binary (or one-vs-rest) models
+    if (len(last) < 2 or np.unique(s).size < s.size or p.codes is not None
+            or last[-1].params.get("multi_class", "ovr") != "ovr"):
+        return done[-1], "last"
+    if _newton_goes_on(last[-1], solver, lam):
+        return _best_primal_model(last, s, lam, p), NEWTON_START
     # train_linear's SDCA (auto: SDCA first) takes the start; its Newton would not
     dual_start = solver.name == "sdca" or (solver.name == "linear"
                                            and last[-1].params.get("solver") != "newton")
-    if (len(last) >= 2 and _newton_goes_on(last[-1], solver, lam) and p.codes is None
-            and last[-1].params.get("multi_class", "ovr") == "ovr"):
-        s = np.log([m.params["lam"] for m in last])
-        if np.unique(s).size == s.size:
-            return _best_primal_model(last, s, lam, p), NEWTON_START
-    if (len(last) < 2 or not dual_start or p.codes is not None
-            or any(m.dual is None for m in last)
-            or last[-1].params.get("multi_class", "ovr") != "ovr"):
-        return done[-1], "last"
-    s = np.log([m.params["lam"] for m in last])
-    if np.unique(s).size < s.size:
+    if not dual_start or any(m.dual is None for m in last):
         return done[-1], "last"
     lo, hi = _losses.dual_bounds(p.loss, p.y, p.loss_param)
     if p.weight is not None:
