@@ -15,7 +15,7 @@
 
 Usage::
 
-    DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--json out.json]
+    DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--data reuters] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
 """
 import argparse
@@ -44,6 +44,7 @@ def speedup(name, loss, tol, rounds):
     X, y = datasets.load(name, split="train")
     seconds = {1: [], 2: []}
     models = {}
+    coefs_2 = set()     # the n_jobs=2 models' coef across rounds (one: reproducible)
     for _ in range(rounds):
         for n_jobs in (1, 2):
             t0 = time.perf_counter()
@@ -51,11 +52,14 @@ def speedup(name, loss, tol, rounds):
             seconds[n_jobs].append(time.perf_counter() - t0)
             assert m.converged, (name, loss, n_jobs, m.stop_reason)
             models[n_jobs] = m
+            if n_jobs == 2:
+                coefs_2.add(m.coef.tobytes())
     ratios = [a / b for a, b in zip(seconds[1], seconds[2])]
     return dict(data=name, loss=loss, tol=tol, rows=X.shape[0], features=X.shape[1],
                 classes=int(np.unique(y).size), seconds_1=seconds[1], seconds_2=seconds[2],
                 speedup_median=float(np.median(ratios)), speedup_range=[min(ratios), max(ratios)],
                 same_coef=models[1].coef.tobytes() == models[2].coef.tobytes(),
+                repeatable=len(coefs_2) == 1,
                 threaded_epochs=int(models[2].params.get("threaded_epochs", 0)),
                 epochs=[int(models[1].n_epochs), int(models[2].n_epochs)])
 
@@ -102,24 +106,29 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--vs-liblinear", action="store_true",
                     help="item 1: n_jobs=2 against liblinear and liblinear-multicore")
-    ap.add_argument("--data", nargs="*", default=["news20", "imdb"])
+    ap.add_argument("--data", nargs="*", default=None,
+                    help="data sets to run (default: every one; --vs-liblinear: news20 imdb)")
     ap.add_argument("--multicore", default=os.environ.get("LIBLINEAR_MULTICORE"),
                     help="directory holding liblinear-multicore (pip install --target DIR "
                          "liblinear-multicore); default $LIBLINEAR_MULTICORE")
     args = ap.parse_args(argv)
     if args.vs_liblinear:
         import threads_liblinear
-        threads_liblinear.main(args.data, args.rounds, args.multicore, args.json)
+        threads_liblinear.main(args.data or ["news20", "imdb"], args.rounds, args.multicore,
+                               args.json)
         return
     out = []
     for name, loss, tol in RUNS:
+        if args.data and name not in args.data:
+            continue
         r = speedup(name, loss, tol, args.rounds)
         out.append(r)
         print(f"{name} ({r['classes']} classes) {loss} tol {tol:g}: n_jobs=1 "
               f"{np.median(r['seconds_1']):.3f} s, n_jobs=2 {np.median(r['seconds_2']):.3f} s, "
               f"speed-up {r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
-              f"{r['speedup_range'][1]:.2f}); epochs {r['epochs']}; same coef: "
-              f"{r['same_coef']}", flush=True)
+              f"{r['speedup_range'][1]:.2f}); epochs {r['epochs']}, threaded "
+              f"{r['threaded_epochs']}; same coef as n_jobs=1: {r['same_coef']}, n_jobs=2 "
+              f"repeatable: {r['repeatable']}", flush=True)
     mem = memory_scaling(args.rounds)
     out.append(dict(memory=mem))
     for what, r in mem.items():

@@ -166,7 +166,8 @@ def test_sigint_stops_classes_in_threads_within_a_second():
 
 # ---------------------------------------------------------------------------------------
 # one SDCA problem in threads (dualsolve/sdca/_sdca.pyx: the exact checks and the resync in
-# threads; the passes too on wide, nearly orthogonal rows, "the threaded pass")
+# threads; the passes too on nearly orthogonal rows, "the threaded pass" and "the block
+# pass")
 
 
 def _sparse_problem(n, d, seed=0, per_row=15):
@@ -290,6 +291,77 @@ def test_threads_on_coherent_rows_fall_back_and_converge(loss):
     assert abs(P2 - P1) <= 1e-8 * P1
     np.testing.assert_allclose(two.coef, X.T @ two.dual / (two.params["lam"] * X.shape[0]),
                                rtol=1e-9, atol=1e-12)
+
+
+def _short_rows(n=4000, d=300, seed=0):
+    """Rows of unit norm sharing their 300 features (200 rows a feature, as TF-IDF text
+    with a small vocabulary): too many rows a feature for feature-owned writes, few
+    enough features for a copy of w per thread (the block pass)."""
+    X, y = _sparse_problem(n, d, seed=seed)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1))).ravel()
+    import scipy.sparse as sp
+    return sp.diags(1.0 / norms) @ X, y
+
+
+def test_block_passes_where_the_loss_dominates_the_step():
+    """Short rows sharing their features: logistic at C = 1 (a step's curvature mostly the
+    conjugate's, 4 against ||x||^2 C = 1) runs its passes in blocks, CoCoA+ with sigma' =
+    2; the squared hinge (1/2 against 1) and logistic at C = 100 stay serial."""
+    _two_threads()
+    X, y = _short_rows()
+    assert ds.train_sdca(X, y, tol=1e-8, n_jobs=2).params["threaded_epochs"] > 0
+    assert ds.train_sdca(X, y, tol=1e-8, C=100.0, n_jobs=2).params["threaded_epochs"] == 0
+    assert ds.train_sdca(X, y, loss="squared_hinge", tol=1e-8,
+                         n_jobs=2).params["threaded_epochs"] == 0
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_block_passes_are_reproducible_and_reach_the_optimum_of_one(fit_intercept):
+    """The block pass depends on the seed and the thread count only: two runs give the same
+    coef bit for bit; it reaches the certified optimum of one thread, its coef is
+    X^T dual / (lam n), and its dual never falls from one exact check to the next
+    (sigma' = threads is CoCoA+'s safe choice)."""
+    _two_threads()
+    X, y = _short_rows()
+    tol = 1e-9
+    kw = dict(tol=tol, fit_intercept=fit_intercept, seed=3)
+    one = ds.train_sdca(X, y, **kw)
+    runs = [ds.train_sdca(X, y, n_jobs=2, **kw) for _ in range(2)]
+    assert runs[0].params["threaded_epochs"] > 0
+    assert runs[0].coef.tobytes() == runs[1].coef.tobytes()
+    assert runs[0].intercept == runs[1].intercept and runs[0].n_epochs == runs[1].n_epochs
+    two = runs[0]
+    assert one.converged and two.converged
+    P1, P2 = one.history["primal"][-1], two.history["primal"][-1]
+    D1, D2 = P1 - one.history["gap"][-1], P2 - two.history["gap"][-1]
+    assert P2 >= D1 - 1e-15 and P1 >= D2 - 1e-15 and abs(P2 - P1) <= tol * P1
+    if not fit_intercept:
+        np.testing.assert_allclose(two.coef, X.T @ two.dual / (two.params["lam"] * X.shape[0]),
+                                   rtol=1e-9, atol=1e-12)
+    every = ds.train_sdca(X, y, n_jobs=2, check_every=1, **kw)
+    assert every.params["threaded_epochs"] > 0
+    duals = every.history["dual"][1:]
+    assert np.all(np.diff(duals) >= -1e-12 * np.abs(duals[1:])), duals
+
+
+def test_block_passes_with_a_team_of_one(tmp_path):
+    """OMP_THREAD_LIMIT=1 leaves n_jobs=2 a team of one: the block passes give way to
+    serial ones and the solve still certifies the optimum."""
+    code = ("import test_threads as t, dualsolve as ds; X, y = t._short_rows(); "
+            "m = ds.train_sdca(X, y, tol=1e-9, n_jobs=2); "
+            "print(m.stop_reason, m.params['threaded_epochs'], float(m.history['primal'][-1]))")
+    # the dualsolve this test imported (not another copy on the path), and this folder
+    here = os.pathsep.join([os.path.dirname(os.path.dirname(ds.__file__)),
+                            os.path.dirname(os.path.abspath(__file__))])
+    env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONPATH=here)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    stop, threaded, primal = run.stdout.split()
+    X, y = _short_rows()
+    one = ds.train_sdca(X, y, tol=1e-9)
+    assert stop == "converged" and threaded == "0"
+    assert abs(float(primal) - one.history["primal"][-1]) <= 1e-9 * float(primal)
 
 
 # serial passes with threaded checks (300 features), and threaded passes (200,000)

@@ -106,8 +106,9 @@ ctypedef struct SdcaOptions:
                               # a slice of the rows, the slices' sums added in order (the
                               # same result for the same count), the resync by ranges of
                               # features; and the passes too where the rows allow it
-                              # (_sdca.pyx, "the threaded pass"): then the iterates depend
-                              # on timing, the certificate stays exact. OpenMP builds.
+                              # (_sdca.pyx, "the threaded pass": the iterates then depend
+                              # on timing, the certificate stays exact; or "the block
+                              # pass": the same result for the same count). OpenMP builds.
 
 
 ctypedef struct SdcaResult:

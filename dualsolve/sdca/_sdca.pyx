@@ -35,7 +35,8 @@ from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sorted_row_find)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
-                                     loss_conj_deriv_binary, loss_conj_quadratic, make_loss)
+                                     loss_conj_deriv_binary, loss_conj_quadratic,
+                                     loss_conj_strong_convexity, make_loss)
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
 from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init,
                                    spsc_free, spsc_full, spsc_push, spsc_flush, spsc_reset,
@@ -319,11 +320,14 @@ cdef inline void _sums_init(PassSums* S) noexcept nogil:
 
 cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double z,
                              bint shrink, bint estimate, Py_ssize_t stride, bint exact_plain,
-                             double relax, PassSums* S, double* a_new) noexcept nogil:
-    """The step on coordinate i (point p) at score z. True: the row is stuck at a bound and
-    is shrunk away (its gap goes to S.shrunk_gap); else its new value is in a_new."""
+                             double relax, double sigma, PassSums* S,
+                             double* a_new) noexcept nogil:
+    """The step on coordinate i (point p) at score z, the curvature ``||x||^2 / (lam n)``
+    scaled by ``sigma`` (1; the block pass's CoCoA+ subproblem: the threads). True: the row
+    is stuck at a bound and is shrunk away (its gap goes to S.shrunk_gap); else its new
+    value is in a_new."""
     cdef double a0 = P.alpha[i], c = 1.0 if P.weight == NULL else P.weight[i]
-    cdef double lo, hi, G, pg, y = P.y[i], scale = 1.0 / (P.lam * P.n)
+    cdef double lo, hi, G, pg, y = P.y[i], scale = sigma / (P.lam * P.n)
     if shrink and (y == 1.0 or y == -1.0):
         loss_dual_bounds(&P.loss, y, &lo, &hi)
         G = z + loss_conj_deriv_binary(&P.loss, a0, y)
@@ -453,7 +457,8 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         else:
             z = _point_score(data, indices, indptr, P, p)
             S.cost += 2 * (indptr[n_rows] / n_rows) + 32
-        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, &S, &a):
+        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, 1.0, &S,
+                       &a):
             # swap to the end of the active set; the position is visited again
             n_active -= 1
             index[pos] = index[n_active]
@@ -528,6 +533,9 @@ ctypedef struct OwnedPass:
     Py_ssize_t* buf        # n: the active set put back together after the pass
     Py_ssize_t* first      # threads + 1: thread t owns features [first[t], first[t + 1])
     int failed             # the team was smaller than asked (nested parallelism)
+    int blocks             # 1: the block pass instead (copies, no cut, ring or first)
+    double* copies         # threads x stride: each thread's copy of w (the block pass)
+    Py_ssize_t stride      # entries from one copy to the next (padded past w's d + 1)
 
 
 cdef inline Py_ssize_t _seg_lo(const OwnedPass* O, const index_t* indptr, Py_ssize_t p,
@@ -552,61 +560,87 @@ cdef void _owned_free(OwnedPass* O) noexcept nogil:
     free(O.done)
     free(O.buf)
     free(O.first)
+    free(O.copies)
     memset(O, 0, sizeof(OwnedPass))
 
 
-cdef bint _owned_setup(const floating* data, const index_t* indices, const index_t* indptr,
-                       SdcaProblem* P, const SdcaOptions* opt, int threads,
-                       OwnedPass* O) noexcept nogil:
-    """Whether the passes run in ``threads`` threads (then O is ready): plain rows in
-    random permutations, sorted indices, enough rows, nearly orthogonal rows. Uses w as
-    scratch (sdca_run sets it afterwards)."""
-    cdef Py_ssize_t p, k, j, n = P.n, d = P.d, nnz = indptr[P.n_rows]
-    cdef Py_ssize_t stride, rows
-    cdef double mean_row = 0.0, rows_sq = 0.0, share
-    cdef int t
-    memset(O, 0, sizeof(OwnedPass))
-    if (threads < 2 or not DS_HAVE_ATOMICS or not DS_HAVE_OPENMP or P.point != NULL
-            or P.n_rows != n or opt.sampling != SAMPLE_PERMUTATION
-            or n < OWNED_MIN_ROWS * threads or nnz == 0 or nnz > OWNED_MAX_ROWS_PER_FEATURE * d):
-        return False
-    if not P.rows_sorted:
-        for p in range(n):
-            for k in range(indptr[p] + 1, indptr[p + 1]):
-                if indices[k] <= indices[k - 1]:
-                    return False
-    # both estimates below read every stride-th row (about 2^20 nonzeros in all): the setup
-    # stays a fraction of a pass
-    stride = 1 + nnz // (1 << 20)
-    rows = (n + stride - 1) // stride
-    # coherence ||mean row||^2 / mean ||row||^2 (the bias column left out)
-    memset(P.w, 0, d * sizeof(double))
+cdef bint _threads_may_pass(const index_t* indptr, const SdcaProblem* P,
+                            const SdcaOptions* opt, int threads) noexcept nogil:
+    """What either threaded pass needs: plain rows in random permutations, enough of
+    them, OpenMP and atomics."""
+    return (threads >= 2 and DS_HAVE_ATOMICS and DS_HAVE_OPENMP and P.point == NULL
+            and P.n_rows == P.n and opt.sampling == SAMPLE_PERMUTATION
+            and P.n >= OWNED_MIN_ROWS * threads and indptr[P.n_rows] > 0)
+
+
+cdef bint _nearly_orthogonal(const floating* data, const index_t* indices,
+                             const index_t* indptr, SdcaProblem* P) noexcept nogil:
+    """Whether ||mean row||^2 <= OWNED_MAX_COHERENCE mean ||row||^2 (the bias column left
+    out), estimated from every stride-th row (about 2^17 nonzeros in all: a fraction of a
+    pass; the sample's own ||mean row||^2 adds about mean ||row||^2 / rows, 1e-3 .. 3e-3 of
+    it on reuters and news20). Uses w as scratch."""
+    cdef Py_ssize_t p, k, j, n = P.n, nnz = indptr[P.n_rows]
+    cdef Py_ssize_t stride = 1 + nnz // (1 << 17), rows = (n + stride - 1) // stride
+    cdef double mean_row = 0.0, rows_sq = 0.0
+    memset(P.w, 0, P.d * sizeof(double))
     p = 0
     while p < n:
         for k in range(indptr[p], indptr[p + 1]):
             P.w[indices[k]] += data[k]
         rows_sq += P.sqnorm[p] - P.bias * P.bias
         p += stride
-    for j in range(d):
+    for j in range(P.d):
         mean_row += (P.w[j] / rows) * (P.w[j] / rows)
-    if not mean_row <= OWNED_MAX_COHERENCE * rows_sq / rows:
-        return False
+    return mean_row <= OWNED_MAX_COHERENCE * rows_sq / rows
+
+
+cdef bint _threads_alloc(OwnedPass* O, Py_ssize_t n, int threads) noexcept nogil:
+    """The parts both threaded passes use (per-thread sums, slices, flags; the active
+    set's buffer); False (nothing left allocated) when memory ran out."""
     O.threads = threads
-    O.cut = <Py_ssize_t*>malloc(n * (threads - 1) * sizeof(Py_ssize_t))
-    O.ring = spsc_alloc(threads * threads, &O.ring_block)
     O.sums = <PassSums*>malloc(threads * sizeof(PassSums))
     O.active = <Py_ssize_t*>malloc(threads * sizeof(Py_ssize_t))
     O.done = <long long*>calloc(8 * threads, sizeof(long long))
     O.buf = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    if O.sums == NULL or O.active == NULL or O.done == NULL or O.buf == NULL:
+        _owned_free(O)
+        return False
+    return True
+
+
+cdef bint _owned_setup(const floating* data, const index_t* indices, const index_t* indptr,
+                       SdcaProblem* P, const SdcaOptions* opt, int threads,
+                       OwnedPass* O) noexcept nogil:
+    """Whether the passes run in ``threads`` threads with feature-owned writes (then O is
+    ready): few rows per feature, sorted indices, nearly orthogonal rows. Uses w as
+    scratch (sdca_run sets it afterwards)."""
+    cdef Py_ssize_t p, k, j, n = P.n, d = P.d, nnz = indptr[P.n_rows]
+    cdef Py_ssize_t stride
+    cdef double share
+    cdef int t
+    memset(O, 0, sizeof(OwnedPass))
+    if (not _threads_may_pass(indptr, P, opt, threads)
+            or nnz > OWNED_MAX_ROWS_PER_FEATURE * d):
+        return False
+    if not P.rows_sorted:
+        for p in range(n):
+            for k in range(indptr[p] + 1, indptr[p + 1]):
+                if indices[k] <= indices[k - 1]:
+                    return False
+    if not _nearly_orthogonal(data, indices, indptr, P) or not _threads_alloc(O, n, threads):
+        return False
+    O.cut = <Py_ssize_t*>malloc(n * (threads - 1) * sizeof(Py_ssize_t))
+    O.ring = spsc_alloc(threads * threads, &O.ring_block)
     O.first = <Py_ssize_t*>malloc((threads + 1) * sizeof(Py_ssize_t))
-    if (O.cut == NULL or O.ring == NULL or O.sums == NULL or O.active == NULL
-            or O.done == NULL or O.buf == NULL or O.first == NULL):
+    if O.cut == NULL or O.ring == NULL or O.first == NULL:
         _owned_free(O)
         return False
     for t in range(threads * threads):
         if spsc_init(&O.ring[t], max(256, 16384 // threads)) != 0:
             _owned_free(O)
             return False
+    # the column counts below read every stride-th row (about 2^20 nonzeros)
+    stride = 1 + nnz // (1 << 20)
     # feature ranges at equal shares of the nonzeros: first feature of thread t in w's
     # scratch as the cumulative count (a double is exact up to 2^53 nonzeros)
     memset(P.w, 0, d * sizeof(double))
@@ -708,7 +742,7 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
         if P.bias != 0.0:
             z += P.bias * P.w[P.d]
         S.cost += nnz + 16
-        if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, S, &a):
+        if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, 1.0, S, &a):
             end -= 1
             index[k] = index[end]
             index[end] = i
@@ -769,26 +803,79 @@ cdef void _resync_owned(const floating* data, const index_t* indices, const inde
         _resync(data, indices, indptr, P)
 
 
+cdef void _resync_block_share(const floating* data, const index_t* indices,
+                              const index_t* indptr, SdcaProblem* P, OwnedPass* O,
+                              int t) noexcept nogil:
+    """Thread t's part of _resync_blocks: its slice of the rows into its copy, then (once
+    every copy is summed) its range of w."""
+    cdef int T = O.threads, u
+    cdef Py_ssize_t p, j, dw = P.d + (P.bias != 0.0)
+    cdef double scale = 1.0 / (P.lam * P.n), total
+    cdef double* v = O.copies + t * O.stride
+    memset(v, 0, dw * sizeof(double))
+    for p in range(P.n * t // T, P.n * (t + 1) // T):
+        if P.alpha[p] != 0.0:
+            sparse_axpy(P.alpha[p] * scale, data + indptr[p], indices + indptr[p],
+                        indptr[p + 1] - indptr[p], v)
+            if P.bias != 0.0:
+                v[P.d] += P.alpha[p] * scale * P.bias
+    _barrier(O, t, 1)
+    for j in range(dw * t // T, dw * (t + 1) // T):
+        total = 0.0
+        for u in range(T):
+            total += O.copies[u * O.stride + j]
+        P.w[j] = total
+
+
+cdef void _resync_blocks(const floating* data, const index_t* indices, const index_t* indptr,
+                         SdcaProblem* P, OwnedPass* O) noexcept nogil:
+    """_resync with thread t summing its slice of the rows into its copy, then each thread
+    adding the copies on its range of w: the same result for the same thread count (not
+    the serial summation order)."""
+    cdef int T = O.threads, t
+    O.failed = 0
+    P.drift = 0.0
+    for t in range(T):
+        O.done[8 * t] = 0
+    with parallel(num_threads=T):
+        t = threadid()
+        if DS_TEAM_SIZE() != T:
+            O.failed = 1
+        else:
+            _resync_block_share(data, indices, indptr, P, O, t)
+    if O.failed:
+        _resync(data, indices, indptr, P)
+
+
 cdef inline void _resync_with(const floating* data, const index_t* indices,
                               const index_t* indptr, SdcaProblem* P,
                               OwnedPass* O) noexcept nogil:
     """_resync, in threads when the passes were set up for them (O not NULL)."""
-    if O != NULL:
-        _resync_owned(data, indices, indptr, P, O)
-    else:
+    if O == NULL:
         _resync(data, indices, indptr, P)
+    elif O.blocks:
+        _resync_blocks(data, indices, indptr, P, O)
+    else:
+        _resync_owned(data, indices, indptr, P, O)
 
 
-cdef bint _epoch_owned(const floating* data, const index_t* indices, const index_t* indptr,
-                       SdcaProblem* P, const SdcaOptions* opt, double relax,
-                       OwnedPass* O) noexcept nogil:
-    """One pass in O.threads threads; False (nothing done) when the team came out smaller."""
+cdef bint _epoch_threads(const floating* data, const index_t* indices, const index_t* indptr,
+                         SdcaProblem* P, const SdcaOptions* opt, double relax,
+                         OwnedPass* O, Py_ssize_t epoch) noexcept nogil:
+    """Pass ``epoch`` in O.threads threads, feature-owned or in blocks (O.blocks); False
+    (nothing done: the pass is left to one thread) when the team came out smaller, or when
+    shrinking has cut a block pass's work (the last pass's) below what its copies cost."""
     cdef int T = O.threads, t
+    cdef int rounds = 0 if not O.blocks else _block_rounds(
+        P, indptr[P.n_rows] if epoch == 1 else P.pass_cost, T)
     cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos
     cdef PassSums S
+    if O.blocks and rounds < 1:
+        return False
     rng_shuffle(&P.rng, P.index, n_active)
-    for t in range(T * T):
-        spsc_reset(&O.ring[t])
+    if not O.blocks:
+        for t in range(T * T):
+            spsc_reset(&O.ring[t])
     for t in range(T):
         O.done[8 * t] = 0
     O.failed = 0
@@ -796,6 +883,8 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
         t = threadid()
         if DS_TEAM_SIZE() != T:
             O.failed = 1         # no thread has started: the others do the same
+        elif O.blocks:
+            _block_share(data, indices, indptr, P, opt, relax, O, t, n_active, rounds)
         else:
             _owned_share(data, indices, indptr, P, opt, relax, O, t, n_active)
     if O.failed:
@@ -826,9 +915,144 @@ cdef bint _epoch_owned(const floating* data, const index_t* indices, const index
     m = 0
     for t in range(T):
         m += O.active[t]
-    P.drift += S.drift
+    # the merge of the blocks' copies rounds in ways the steps' bound does not cover
+    P.drift = INFINITY if O.blocks else P.drift + S.drift
     _pass_end(P, &S, m)
     return True
+
+
+# ---------------------------------------------------------------------------------------
+# the block pass: CoCoA+ in threads (Ma et al. 2015; docs/benchmarks.md, "Threads")
+#
+# Where rows share features too much for feature-owned writes (reuters: 49 rows per
+# feature) but w is small next to X, thread t takes a slice of the shuffled active rows and
+# steps them on its own copy v_t of w, on CoCoA+'s subproblem with sigma' = threads (the
+# curvature ||x||^2 / (lam n) of each step times sigma', so v_t = w + sigma' u_t with
+# u_t = X_t^T (a_t - a_t0) / (lam n)); then w += sum_t u_t, each thread adding a range of
+# w. With sigma' = threads the dual cannot fall (the subproblems' gains bound the whole
+# dual's gain from below), nothing is shared while the rows are stepped, and the result
+# depends on the seed and the thread count only: bit for bit reproducible. A pass merges
+# `rounds` times (as often as the copies stay cheap next to the rows' work), so that a
+# slice sees the others' steps sooner.
+
+# nonzeros stepped per entry of the threads + 1 copies of w a round (a copy and the merge's
+# reads): a pass needs BLOCKS_MIN (the copies then cost a thread ~1/3 of its steps' memory
+# traffic: 2 per nonzero, 3 per entry of w), and merges again for every BLOCKS_ROUND more
+cdef double BLOCKS_MIN = 4.0
+cdef double BLOCKS_ROUND = 16.0
+cdef int BLOCKS_MAX_ROUNDS = 64
+
+
+cdef inline int _block_rounds(const SdcaProblem* P, double work, int threads) noexcept nogil:
+    """Merges a block pass of ``work`` nonzeros affords (0: the pass stays serial)."""
+    cdef double per_entry = work / ((threads + 1) * (P.d + (P.bias != 0.0)))
+    if not per_entry >= BLOCKS_MIN:
+        return 0
+    return <int>min(max(1.0, per_entry / BLOCKS_ROUND), <double>BLOCKS_MAX_ROUNDS)
+
+
+cdef bint _blocks_setup(const floating* data, const index_t* indices, const index_t* indptr,
+                        SdcaProblem* P, const SdcaOptions* opt, int threads,
+                        OwnedPass* O) noexcept nogil:
+    """Whether the passes run in ``threads`` threads in blocks (then O is ready): w small
+    next to X, nearly orthogonal rows, and a step's curvature mostly the loss's (its
+    conjugate's ``gamma / c_i`` at least ``||x_i||^2 / (lam n)``, measured: where the data's
+    part dominates, steps on stale copies lose more epochs than the threads gain: reuters
+    at C = 1, squared hinge 20 epochs against 11, logistic 8 against 8; logistic at C = 100
+    65 against 33). Uses w as scratch."""
+    cdef Py_ssize_t i
+    cdef double gamma = loss_conj_strong_convexity(&P.loss), coupling = 0.0
+    memset(O, 0, sizeof(OwnedPass))
+    if not _threads_may_pass(indptr, P, opt, threads) or _block_rounds(P, indptr[P.n_rows],
+                                                                       threads) < 1:
+        return False
+    for i in range(P.n):
+        coupling = max(coupling, P.sqnorm[i] * (1.0 if P.weight == NULL else P.weight[i]))
+    if (not coupling / (P.lam * P.n) <= gamma
+            or not _nearly_orthogonal(data, indices, indptr, P)
+            or not _threads_alloc(O, P.n, threads)):
+        return False
+    O.blocks = 1
+    # padded by a cache line: one copy's last entries never share a line with the next's
+    O.stride = (P.d + (P.bias != 0.0) + 15) // 8 * 8
+    O.copies = <double*>malloc(threads * O.stride * sizeof(double))
+    if O.copies == NULL:
+        _owned_free(O)
+        return False
+    return True
+
+
+cdef inline void _barrier(OwnedPass* O, int t, long long phase) noexcept nogil:
+    """Thread t waits until every thread of O's team has reached ``phase``."""
+    cdef int u
+    cdef bint all_there
+    DS_STORE_RELEASE(&O.done[8 * t], phase)
+    while True:
+        all_there = True
+        for u in range(O.threads):
+            if DS_LOAD_ACQUIRE(&O.done[8 * u]) < phase:
+                all_there = False
+        if all_there:
+            return
+        DS_CPU_RELAX()
+
+
+cdef void _block_share(const floating* data, const index_t* indices, const index_t* indptr,
+                       SdcaProblem* P, const SdcaOptions* opt, double relax, OwnedPass* O,
+                       int t, Py_ssize_t n_active, int rounds) noexcept nogil:
+    """Thread t's slice of a block pass: each round, steps on its copy of w, then its range
+    of the merge."""
+    cdef int T = O.threads, u, r
+    cdef Py_ssize_t lo = n_active * t // T, end = n_active * (t + 1) // T, k, i, nxt, j
+    cdef Py_ssize_t hi = end, start, nnz, d = P.d, dw = P.d + (P.bias != 0.0)
+    cdef Py_ssize_t* index = P.index
+    cdef double* v = O.copies + t * O.stride
+    cdef PassSums sums
+    cdef PassSums* S = &sums
+    cdef bint shrink = _shrinks(P, opt), estimate = opt.check_every != 1
+    cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
+    cdef Py_ssize_t stride = 1 + n_active // 4096
+    cdef double sigma = T, scale = T / (P.lam * P.n), bias = P.bias, offset = P.offset
+    cdef double z, a, c, total
+    _sums_init(S)
+    k = lo
+    for r in range(rounds):
+        memcpy(v, P.w, dw * sizeof(double))
+        while k < lo + (hi - lo) * (r + 1) // rounds and k < end:
+            if k + 2 < end:
+                nxt = index[k + 2]
+                prefetch_row(data + indptr[nxt], indices + indptr[nxt],
+                             indptr[nxt + 1] - indptr[nxt])
+            i = index[k]
+            start = indptr[i]
+            nnz = indptr[i + 1] - start
+            z = sparse_dot(data + start, indices + start, nnz, v) + offset
+            if bias != 0.0:
+                z += bias * v[d]
+            S.cost += nnz + 16
+            if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, sigma,
+                           S, &a):
+                end -= 1
+                index[k] = index[end]
+                index[end] = i
+                continue
+            if a != P.alpha[i]:
+                c = (a - P.alpha[i]) * scale        # sigma' times the step on w
+                P.alpha[i] = a
+                sparse_axpy(c, data + start, indices + start, nnz, v)
+                if bias != 0.0:
+                    v[d] += c * bias
+            k += 1
+        _barrier(O, t, 2 * r + 1)   # every slice stepped before any entry of w moves
+        for j in range(dw * t // T, dw * (t + 1) // T):
+            total = 0.0
+            for u in range(T):
+                total += O.copies[u * O.stride + j] - P.w[j]
+            P.w[j] += total / sigma
+        if r + 1 < rounds:
+            _barrier(O, t, 2 * r + 2)   # w merged before the next round copies it
+    O.active[t] = end - lo
+    O.sums[t] = sums
 
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
@@ -861,7 +1085,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start)
         P.sqnorm[i] += P.bias * P.bias
     res.threaded_epochs = 0
-    if threads > 1 and _owned_setup(data, indices, indptr, P, opt, threads, &owned):
+    if threads > 1 and (_owned_setup(data, indices, indptr, P, opt, threads, &owned)
+                        or _blocks_setup(data, indices, indptr, P, opt, threads, &owned)):
         kept = <double*>malloc(P.n * sizeof(double))
         threaded = kept != NULL
         if threaded:
@@ -909,7 +1134,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         relax = opt.relaxation if relaxes and epoch > opt.relax_after else 1.0
-        if threaded and _epoch_owned(data, indices, indptr, P, opt, relax, &owned):
+        if threaded and _epoch_threads(data, indices, indptr, P, opt, relax, &owned, epoch):
             res.threaded_epochs += 1
         else:
             _epoch(data, indices, indptr, P, opt, relax)
