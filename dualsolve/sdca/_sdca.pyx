@@ -390,6 +390,12 @@ cdef inline double _step_drift(double c, double row_sqnorm, double new_sqnorm) n
     return DRIFT_U * (fabs(c) * sqrt(row_sqnorm) + sqrt(new_sqnorm))
 
 
+cdef inline double _merge_drift(double new_sqnorm, double spread_sqnorm) noexcept nogil:
+    """The drift bound of a block pass's merge on a range of w (_block_share): its new
+    entries' squared norm, and that of the sums of the copies' |differences| from w."""
+    return DRIFT_U * (sqrt(new_sqnorm) + 2.0 * sqrt(spread_sqnorm))
+
+
 cdef double _drift_slack(const SdcaProblem* P) noexcept nogil:
     """How far D(alpha) may lie below the dual a check computes from the incremental w
     (the check's ||w|| in w_norm): ||w(alpha)|| <= ||w|| + drift, so lam/2 ||w(alpha)||^2
@@ -915,8 +921,7 @@ cdef bint _epoch_threads(const floating* data, const index_t* indices, const ind
     m = 0
     for t in range(T):
         m += O.active[t]
-    # the merge of the blocks' copies rounds in ways the steps' bound does not cover
-    P.drift = INFINITY if O.blocks else P.drift + S.drift
+    P.drift += S.drift
     _pass_end(P, &S, m)
     return True
 
@@ -1013,7 +1018,8 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
     cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
     cdef Py_ssize_t stride = 1 + n_active // 4096
     cdef double sigma = T, scale = T / (P.lam * P.n), bias = P.bias, offset = P.offset
-    cdef double z, a, c, total
+    cdef double z, a, c, total, diff, spread, new_sq, spread_sq, sq = 0.0, drift = 0.0
+    cdef bint track = P.drift != INFINITY
     _sums_init(S)
     k = lo
     for r in range(rounds):
@@ -1039,20 +1045,35 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
             if a != P.alpha[i]:
                 c = (a - P.alpha[i]) * scale        # sigma' times the step on w
                 P.alpha[i] = a
-                sparse_axpy(c, data + start, indices + start, nnz, v)
+                if track:
+                    sq = sparse_axpy_sqnorm(c, data + start, indices + start, nnz, v)
+                else:
+                    sparse_axpy(c, data + start, indices + start, nnz, v)
                 if bias != 0.0:
                     v[d] += c * bias
+                    sq += v[d] * v[d]
+                if track:       # v's rounding reaches w divided by sigma'
+                    drift += _step_drift(c, P.sqnorm[i], sq) / sigma
             k += 1
         _barrier(O, t, 2 * r + 1)   # every slice stepped before any entry of w moves
+        new_sq, spread_sq = 0.0, 0.0
         for j in range(dw * t // T, dw * (t + 1) // T):
-            total = 0.0
+            total, spread = 0.0, 0.0
             for u in range(T):
-                total += O.copies[u * O.stride + j] - P.w[j]
+                diff = O.copies[u * O.stride + j] - P.w[j]
+                total += diff
+                spread += fabs(diff)
             P.w[j] += total / sigma
+            new_sq += P.w[j] * P.w[j]
+            spread_sq += spread * spread
+        # the merge rounds each entry by at most u (|new w_j| + T sum_u |v_u,j - w_j| /
+        # sigma'), T = sigma': the T differences, their sum, the last addition
+        drift += _merge_drift(new_sq, spread_sq)
         if r + 1 < rounds:
             _barrier(O, t, 2 * r + 2)   # w merged before the next round copies it
     O.active[t] = end - lo
     O.sums[t] = sums
+    O.sums[t].drift = drift if track else INFINITY
 
 
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
