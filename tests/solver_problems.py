@@ -36,6 +36,15 @@ def train(name, X, y, **kw):
         return getattr(ds, name)(X, y, **kw)
 
 
+def subprocess_env(**extra):
+    """os.environ plus ``extra`` for a child Python that imports the dualsolve under test
+    (installed or built in place, not another copy on the path) and these helpers."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ds.__file__)))
+    path = [root, os.path.dirname(os.path.abspath(__file__))]
+    path += [p for p in [os.environ.get("PYTHONPATH")] if p]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path), **extra)
+
+
 def interrupted(fit, first=lambda info: info["epoch"] == 0):
     """Run ``fit(callback)`` and send a real SIGINT 0.3 s after the callback first sees an
     epoch for which ``first(info)`` holds (so that any set-up is over). Returns (the

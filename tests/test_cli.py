@@ -12,6 +12,7 @@ import dualsolve
 import dualsolve as ds
 from dualsolve import cli
 from dualsolve.datasets import dump_svmlight, load
+from solver_problems import subprocess_env  # tests/ (see conftest.py)
 
 ACCURACY = re.compile(r"^Accuracy = (\d+\.\d\d)% \((\d+)/(\d+)\)$", re.M)
 
@@ -554,9 +555,7 @@ def test_demo_helpers():
 def test_python_m_dualsolve_help(tmp_path):
     # the package under test, whether installed or built in place; run from a neutral
     # directory so that `-m` does not pick up a source checkout in the working directory
-    root = os.path.dirname(os.path.dirname(os.path.abspath(dualsolve.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = subprocess_env()
     r = subprocess.run([sys.executable, "-m", "dualsolve", "--help"], capture_output=True,
                        text=True, env=env, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -14,7 +14,7 @@ import dualsolve as ds
 from dualsolve import _threads
 from dualsolve._core import losses, parallel
 from dualsolve._driver import solvers
-from solver_problems import interrupted  # tests/ (see conftest.py)
+from solver_problems import interrupted, subprocess_env  # tests/ (see conftest.py)
 
 
 def _quiet(train, *args, **kw):
@@ -52,7 +52,7 @@ def test_omp_num_threads_caps_n_jobs(tmp_path):
     the source tree, whose modules may not be compiled.)"""
     code = ("import dualsolve; from dualsolve import _threads as t; "
             "print(t.effective_n_jobs(-1), t.effective_n_jobs(8))")
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = subprocess_env(OMP_NUM_THREADS="1")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -68,7 +68,7 @@ def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     code = ("import hashlib, dualsolve as ds; X, y = ds.datasets.load('heart_scale'); "
             "m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2); "
             "print(m.stop_reason, m.n_epochs, hashlib.md5(m.coef.tobytes()).hexdigest())")
-    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    env = subprocess_env(OMP_THREAD_LIMIT="1")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -354,10 +354,7 @@ def test_block_passes_with_a_team_of_one(tmp_path):
     code = ("import test_threads as t, dualsolve as ds; X, y = t._short_rows(); "
             "m = ds.train_sdca(X, y, tol=1e-9, n_jobs=2); "
             "print(m.stop_reason, m.params['threaded_epochs'], float(m.history['primal'][-1]))")
-    # the dualsolve this test imported (not another copy on the path), and this folder
-    here = os.pathsep.join([os.path.dirname(os.path.dirname(ds.__file__)),
-                            os.path.dirname(os.path.abspath(__file__))])
-    env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONPATH=here)
+    env = subprocess_env(OMP_THREAD_LIMIT="1")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
