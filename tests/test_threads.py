@@ -46,18 +46,22 @@ def test_n_jobs_resolves_against_the_limit():
     assert _threads.effective_n_jobs(10**6) == limit      # never more than the cores
 
 
+def _child(code, cwd, **env):
+    """The words a child Python running ``code`` prints, with ``env`` added to its
+    environment (run outside the checkout: there `import dualsolve` would find the source
+    tree, whose modules may not be compiled)."""
+    run = subprocess.run([sys.executable, "-c", code], env=subprocess_env(**env),
+                         capture_output=True, text=True, cwd=cwd)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split()
+
+
 def test_omp_num_threads_caps_n_jobs(tmp_path):
     """OMP_NUM_THREADS=1 (read by OpenMP at start-up, or by us without OpenMP): -1 and 8
-    both mean one thread. (Run outside the checkout: there `import dualsolve` would find
-    the source tree, whose modules may not be compiled.)"""
+    both mean one thread."""
     code = ("import dualsolve; from dualsolve import _threads as t; "
             "print(t.effective_n_jobs(-1), t.effective_n_jobs(8))")
-    env = subprocess_env(OMP_NUM_THREADS="1")
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    out = run.stdout.split()
-    assert out == ["1", "1"]
+    assert _child(code, tmp_path, OMP_NUM_THREADS="1") == ["1", "1"]
 
 
 def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
@@ -68,16 +72,12 @@ def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     code = ("import hashlib, dualsolve as ds; X, y = ds.datasets.load('heart_scale'); "
             "m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2); "
             "print(m.stop_reason, m.n_epochs, hashlib.md5(m.coef.tobytes()).hexdigest())")
-    env = subprocess_env(OMP_THREAD_LIMIT="1")
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
+    out = _child(code, tmp_path, OMP_THREAD_LIMIT="1")
     import hashlib
     X, y = ds.datasets.load("heart_scale")
     m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2)
     assert m.stop_reason == "converged"
-    assert run.stdout.split() == ["converged", str(m.n_epochs),
-                                  hashlib.md5(m.coef.tobytes()).hexdigest()]
+    assert out == ["converged", str(m.n_epochs), hashlib.md5(m.coef.tobytes()).hexdigest()]
 
 
 def test_threadpoolctl_limit_caps_n_jobs():
@@ -354,11 +354,7 @@ def test_block_passes_with_a_team_of_one(tmp_path):
     code = ("import test_threads as t, dualsolve as ds; X, y = t._short_rows(); "
             "m = ds.train_sdca(X, y, tol=1e-9, n_jobs=2); "
             "print(m.stop_reason, m.params['threaded_epochs'], float(m.history['primal'][-1]))")
-    env = subprocess_env(OMP_THREAD_LIMIT="1")
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    stop, threaded, primal = run.stdout.split()
+    stop, threaded, primal = _child(code, tmp_path, OMP_THREAD_LIMIT="1")
     X, y = _short_rows()
     one = ds.train_sdca(X, y, tol=1e-9)
     assert stop == "converged" and threaded == "0"

@@ -318,6 +318,18 @@ cdef inline void _sums_init(PassSums* S) noexcept nogil:
     S.sampled = 0
 
 
+cdef inline double _row_score(const floating* data, const index_t* indices, Py_ssize_t nnz,
+                              const double* w, Py_ssize_t d, double bias, double offset,
+                              PassSums* S) noexcept nogil:
+    """A pass's score of a row (its nnz entries from data, indices) against w, as w sees
+    it (the bias feature in w[d], the fixed offset); its work into S.cost."""
+    cdef double z = sparse_dot(data, indices, nnz, w) + offset
+    if bias != 0.0:
+        z += bias * w[d]
+    S.cost += nnz + 16
+    return z
+
+
 cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double z,
                              bint shrink, bint estimate, Py_ssize_t stride, bint exact_plain,
                              double relax, double sigma, PassSums* S,
@@ -456,10 +468,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         if p < n_rows:
             start = indptr[p]
             nnz = indptr[p + 1] - start
-            z = sparse_dot(data + start, indices + start, nnz, w) + offset
-            if bias != 0.0:
-                z += bias * w[d]
-            S.cost += nnz + 16
+            z = _row_score(data + start, indices + start, nnz, w, d, bias, offset, &S)
         else:
             z = _point_score(data, indices, indptr, P, p)
             S.cost += 2 * (indptr[n_rows] / n_rows) + 32
@@ -744,10 +753,7 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
         i = index[k]
         start = indptr[i]
         nnz = indptr[i + 1] - start
-        z = sparse_dot(data + start, indices + start, nnz, P.w) + P.offset
-        if P.bias != 0.0:
-            z += P.bias * P.w[P.d]
-        S.cost += nnz + 16
+        z = _row_score(data + start, indices + start, nnz, P.w, P.d, P.bias, P.offset, S)
         if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, 1.0, S, &a):
             end -= 1
             index[k] = index[end]
@@ -1032,10 +1038,7 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
             i = index[k]
             start = indptr[i]
             nnz = indptr[i + 1] - start
-            z = sparse_dot(data + start, indices + start, nnz, v) + offset
-            if bias != 0.0:
-                z += bias * v[d]
-            S.cost += nnz + 16
+            z = _row_score(data + start, indices + start, nnz, v, d, bias, offset, S)
             if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, sigma,
                            S, &a):
                 end -= 1
