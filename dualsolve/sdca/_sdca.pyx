@@ -1069,8 +1069,9 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
             P.w[j] += total / sigma
             new_sq += P.w[j] * P.w[j]
             spread_sq += spread * spread
-        # the merge rounds each entry by at most u (|new w_j| + T sum_u |v_u,j - w_j| /
-        # sigma'), T = sigma': the T differences, their sum, the last addition
+        # the merge rounds an entry by at most u (|new w_j| + (1 + 1/sigma') sum_u |v_u,j -
+        # w_j|): the T differences and their sum (T u sum_u |...|, over sigma' = T), the
+        # division, the last addition
         drift += _merge_drift(new_sq, spread_sq)
         if r + 1 < rounds:
             _barrier(O, t, 2 * r + 2)   # w merged before the next round copies it
