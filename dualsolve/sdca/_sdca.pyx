@@ -332,14 +332,14 @@ cdef inline double _row_score(const floating* data, const index_t* indices, Py_s
 
 cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double z,
                              bint shrink, bint estimate, Py_ssize_t stride, bint exact_plain,
-                             double relax, double sigma, PassSums* S,
+                             double relax, double scale, PassSums* S,
                              double* a_new) noexcept nogil:
-    """The step on coordinate i (point p) at score z, the curvature ``||x||^2 / (lam n)``
-    scaled by ``sigma`` (1; the block pass's CoCoA+ subproblem: the threads). True: the row
-    is stuck at a bound and is shrunk away (its gap goes to S.shrunk_gap); else its new
-    value is in a_new."""
+    """The step on coordinate i (point p) at score z, the curvature ``||x||^2 scale`` (the
+    pass's ``1 / (lam n)``; ``sigma' / (lam n)`` on the block pass's CoCoA+ subproblem).
+    True: the row is stuck at a bound and is shrunk away (its gap goes to S.shrunk_gap);
+    else its new value is in a_new."""
     cdef double a0 = P.alpha[i], c = 1.0 if P.weight == NULL else P.weight[i]
-    cdef double lo, hi, G, pg, y = P.y[i], scale = sigma / (P.lam * P.n)
+    cdef double lo, hi, G, pg, y = P.y[i]
     if shrink and (y == 1.0 or y == -1.0):
         loss_dual_bounds(&P.loss, y, &lo, &hi)
         G = z + loss_conj_deriv_binary(&P.loss, a0, y)
@@ -402,6 +402,23 @@ cdef inline double _step_drift(double c, double row_sqnorm, double new_sqnorm) n
     return DRIFT_U * (fabs(c) * sqrt(row_sqnorm) + sqrt(new_sqnorm))
 
 
+cdef inline double _row_step(const floating* data, const index_t* indices, Py_ssize_t nnz,
+                             double* w, Py_ssize_t d, double bias, double c,
+                             double row_sqnorm, bint track) noexcept nogil:
+    """w += c x for a row (its nnz entries; ``bias`` != 0: the bias feature in w[d]).
+    With ``track``, returns the step's drift bound (_step_drift, row_sqnorm the row's
+    ||x||^2 + bias^2), else 0."""
+    cdef double sq = 0.0
+    if track:
+        sq = sparse_axpy_sqnorm(c, data, indices, nnz, w)
+    else:
+        sparse_axpy(c, data, indices, nnz, w)
+    if bias != 0.0:
+        w[d] += c * bias
+        sq += w[d] * w[d]
+    return _step_drift(c, row_sqnorm, sq) if track else 0.0
+
+
 cdef inline double _merge_drift(double new_sqnorm, double spread_sqnorm) noexcept nogil:
     """The drift bound of a block pass's merge on a range of w (_block_share): its new
     entries' squared norm, and that of the sums of the copies' |differences| from w."""
@@ -442,7 +459,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     cdef PassSums S
     cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
-    cdef double z, a, delta, sq = 0.0
+    cdef double z, a, delta
     cdef double drift = P.drift      # (_step_drift: both of its norms are known at the step)
     cdef bint track = drift != INFINITY
     _sums_init(&S)
@@ -472,7 +489,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         else:
             z = _point_score(data, indices, indptr, P, p)
             S.cost += 2 * (indptr[n_rows] / n_rows) + 32
-        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, 1.0, &S,
+        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, scale, &S,
                        &a):
             # swap to the end of the active set; the position is visited again
             n_active -= 1
@@ -482,17 +499,9 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         delta = a - alpha[i]
         if delta != 0.0:
             alpha[i] = a
-            if p < n_rows:
-                if track:
-                    sq = sparse_axpy_sqnorm(delta * scale, data + start, indices + start,
-                                            nnz, w)
-                else:
-                    sparse_axpy(delta * scale, data + start, indices + start, nnz, w)
-                if bias != 0.0:
-                    w[d] += delta * scale * bias
-                    sq += w[d] * w[d]
-                if track:       # sqnorm holds ||x_p||^2 + bias^2: the row as w sees it
-                    drift += _step_drift(delta * scale, P.sqnorm[p], sq)
+            if p < n_rows:      # (sqnorm holds ||x_p||^2 + bias^2: the row as w sees it)
+                drift += _row_step(data + start, indices + start, nnz, w, d, bias,
+                                   delta * scale, P.sqnorm[p], track)
             else:
                 _point_axpy(data, indices, indptr, P, p, delta * scale)
                 track = False   # a mixed point's two rows: not tracked
@@ -751,14 +760,9 @@ cdef inline double _owned_apply(const floating* data, const index_t* indices,
     """Thread t's part of the step c x_p: its features (and the bias, last thread's).
     Returns a bound on the part's rounding (the serial pass's, with the whole row's
     ||c x_p|| standing for the part's: the parts' bounds add up to a bound of the step)."""
-    cdef Py_ssize_t lo = _seg_lo(O, indptr, p, t), hi = _seg_hi(O, indptr, p, t)
-    cdef double sq = 0.0
-    if hi > lo:
-        sq = sparse_axpy_sqnorm(c, data + lo, indices + lo, hi - lo, P.w)
-    if t == O.threads - 1 and P.bias != 0.0:
-        P.w[P.d] += c * P.bias
-        sq += P.w[P.d] * P.w[P.d]
-    return _step_drift(c, P.sqnorm[p], sq)
+    cdef Py_ssize_t lo = _seg_lo(O, indptr, p, t)
+    return _row_step(data + lo, indices + lo, _seg_hi(O, indptr, p, t) - lo, P.w, P.d,
+                     P.bias if t == O.threads - 1 else 0.0, c, P.sqnorm[p], True)
 
 
 cdef inline void _owned_drain(const floating* data, const index_t* indices,
@@ -818,7 +822,8 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
         start = indptr[i]
         nnz = indptr[i + 1] - start
         z = _row_score(data + start, indices + start, nnz, P.w, P.d, P.bias, P.offset, S)
-        if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, 1.0, S, &a):
+        if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, scale, S,
+                       &a):
             end -= 1
             index[k] = index[end]
             index[end] = i
@@ -891,10 +896,8 @@ cdef void _resync_block_share(const floating* data, const index_t* indices,
     memset(v, 0, dw * sizeof(double))
     for p in range(P.n * t // T, P.n * (t + 1) // T):
         if P.alpha[p] != 0.0:
-            sparse_axpy(P.alpha[p] * scale, data + indptr[p], indices + indptr[p],
-                        indptr[p + 1] - indptr[p], v)
-            if P.bias != 0.0:
-                v[P.d] += P.alpha[p] * scale * P.bias
+            _row_step(data + indptr[p], indices + indptr[p], indptr[p + 1] - indptr[p], v,
+                      P.d, P.bias, P.alpha[p] * scale, 0.0, False)
     _barrier(O, t, 1)
     for j in range(dw * t // T, dw * (t + 1) // T):
         total = 0.0
@@ -1088,7 +1091,7 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
     cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
     cdef Py_ssize_t stride = 1 + n_active // 4096
     cdef double sigma = T, scale = T / (P.lam * P.n), bias = P.bias, offset = P.offset
-    cdef double z, a, c, total, diff, spread, new_sq, spread_sq, sq = 0.0, drift = 0.0
+    cdef double z, a, c, total, diff, spread, new_sq, spread_sq, drift = 0.0
     cdef bint track = P.drift != INFINITY
     _sums_init(S)
     k = lo
@@ -1103,7 +1106,7 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
             start = indptr[i]
             nnz = indptr[i + 1] - start
             z = _row_score(data + start, indices + start, nnz, v, d, bias, offset, S)
-            if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, sigma,
+            if _row_update(P, i, i, z, shrink, estimate, stride, exact_plain, relax, scale,
                            S, &a):
                 end -= 1
                 index[k] = index[end]
@@ -1112,15 +1115,9 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
             if a != P.alpha[i]:
                 c = (a - P.alpha[i]) * scale        # sigma' times the step on w
                 P.alpha[i] = a
-                if track:
-                    sq = sparse_axpy_sqnorm(c, data + start, indices + start, nnz, v)
-                else:
-                    sparse_axpy(c, data + start, indices + start, nnz, v)
-                if bias != 0.0:
-                    v[d] += c * bias
-                    sq += v[d] * v[d]
-                if track:       # v's rounding reaches w divided by sigma'
-                    drift += _step_drift(c, P.sqnorm[i], sq) / sigma
+                # v's rounding reaches w divided by sigma'
+                drift += _row_step(data + start, indices + start, nnz, v, d, bias, c,
+                                   P.sqnorm[i], track) / sigma
             k += 1
         _barrier(O, t, 2 * r + 1)   # every slice stepped before any entry of w moves
         new_sq, spread_sq = 0.0, 0.0
