@@ -410,3 +410,29 @@ def test_explicit_hessian_agrees_with_cg():
         assert objective(X, y, m.coef, lam, "logistic") == pytest.approx(p_ref, rel=1e-9)
     # the exact steps take no Hessian-vector products
     assert np.nansum(dense.history["cg_iters"]) < np.nansum(cg.history["cg_iters"])
+
+
+
+def test_a_hard_cut_bounds_the_next_step_on_w8a():
+    """w8a logistic at C = 100: far from the optimum the full Newton step is orders too
+    long and the line search cuts it below 1/16; the next CG then stops on the step radius
+    (fewer products than the cut iteration's), that step is taken whole, and the solve still
+    certifies L-BFGS's optimum."""
+    root = ds.datasets.data_dir()
+    if root is None or not (root / "libsvm" / "w8a.xz").exists():
+        pytest.skip("DUALSOLVE_DATA with libsvm/w8a.xz not set")
+    X, y = ds.load_svmlight(root / "libsvm" / "w8a.xz", n_features=300)
+    C = 100.0
+    lam = 1.0 / (C * X.shape[0])
+    m = ds.train_newton(X, y, C=C, tol=1e-9)
+    assert m.stop_reason == "converged"
+    steps, products = m.history["step"], m.history["cg_iters"]
+    cut = np.flatnonzero(steps <= 1.0 / 16)
+    assert cut.size > 0, steps
+    k = cut[0]
+    assert products[k + 1] < products[k] and steps[k + 1] == 1.0
+    _, p_ref = lbfgs(X, y, lam, "logistic")
+    P = objective(X, y, m.coef, lam, "logistic")
+    assert P <= p_ref * (1 + 1e-9)
+    assert p_ref >= P * (1 - 1e-9)
+    assert m.history["gap"][-1] <= 1e-9 * m.history["dual"][-1]
