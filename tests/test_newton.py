@@ -412,7 +412,6 @@ def test_explicit_hessian_agrees_with_cg():
     assert np.nansum(dense.history["cg_iters"]) < np.nansum(cg.history["cg_iters"])
 
 
-
 def test_a_hard_cut_bounds_the_next_step_on_w8a():
     """w8a logistic at C = 100: far from the optimum the full Newton step is orders too
     long and the line search cuts it below 1/16; the next CG then stops on the step radius
