@@ -2,7 +2,6 @@
 OpenMP / threadpoolctl limits, and one-vs-rest classes in threads giving the model of
 ``n_jobs=1`` bit for bit, for every binary classifier; a callback, an exception or Ctrl-C
 in one class stops them all."""
-import os
 import subprocess
 import sys
 import warnings
