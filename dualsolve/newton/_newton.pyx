@@ -16,7 +16,8 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
-                                  sparse_dot_even, sparse_axpy_odd)
+                                  sparse_dot_even, sparse_axpy_odd,
+                                  prefetch_records)
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
                                      loss_deriv, loss_curvature, loss_conj, loss_smoothable,
@@ -62,6 +63,11 @@ DEF DENSE_MIN_STEP = 1e-3
 DEF RADIUS_CUT = 0.0625
 DEF RADIUS_GROWTH = 4.0
 DEF RADIUS_MODEL_FIT = 0.75
+#: the next row's entries of the vector a pass reads (and writes) are prefetched where that
+#: vector outgrows the caches (news20, 1.7 million columns: a Hessian product 16% faster,
+#: the gradient's and the scores' passes 8% together); on narrow data the vectors sit in
+#: L1 and the prefetch loop is pure cost (w8a, 300 columns: 25-30% slower)
+DEF PREFETCH_MIN_COLUMNS = 65536
 cdef Py_ssize_t DENSE_MAX_COLUMNS = 2048
 
 
@@ -93,7 +99,10 @@ cdef void _scores(const floating* data, const index_t* indices, const index_t* i
     """out = X v (+ bias * v[d])."""
     cdef Py_ssize_t i
     cdef double b = P.bias * v[P.d] if P.bias != 0.0 else 0.0
+    cdef bint ahead = P.d >= PREFETCH_MIN_COLUMNS
     for i in range(P.n):
+        if ahead and i + 1 < P.n:
+            prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], v, 8)
         out[i] = sparse_dot(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i],
                             v) + b
 
@@ -114,6 +123,7 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
     cdef Py_ssize_t i, k, j
     cdef double c, inv_n = 1.0 / P.n, y, s, d1, sq
     cdef KahanSum ls = ksum_new(), cs = ksum_new()
+    cdef bint ahead = m >= PREFETCH_MIN_COLUMNS
     cdef Eval e
     cdef const floating* row
     cdef const index_t* ind
@@ -127,6 +137,9 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
             dv[i] = 0.0
             curv[i] = 0.0
             continue
+        if ahead and i + 1 < P.n:
+            prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], g, 8)
+            prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], diag, 8)
         d1 = loss_deriv(L, s, y)
         ksum_add(&ls, c * loss_value(&P.loss, s, y))
         ksum_add(&cs, c * loss_conj(&P.loss, -d1, y))
@@ -159,24 +172,30 @@ cdef inline double _narrow(const NewtonProblem* P, Loss* L, double mu) noexcept 
     return mu
 
 
-cdef void _hessian_times(const floating* data, const index_t* indices, const index_t* indptr,
-                         const NewtonProblem* P, const double* curv, double* pq,
-                         Py_ssize_t m) noexcept nogil:
-    """q = lam p + X^T (curv * (X p)) in one pass, each row read once for both products.
-    p and q are interleaved (p_j = pq[2j], q_j = pq[2j+1]): the product's scatter lands on
-    the cache lines the row's dot product has just loaded (news20: a third off the pass)."""
-    cdef Py_ssize_t i, j, nnz
-    cdef double t, b = P.bias * pq[2 * P.d] if P.bias != 0.0 else 0.0
-    for j in range(m):
-        pq[2 * j + 1] = P.lam * pq[2 * j]
+cdef double _hessian_times(const floating* data, const index_t* indices, const index_t* indptr,
+                           const NewtonProblem* P, const double* curv, double* pq,
+                           Py_ssize_t m) noexcept nogil:
+    """q += X^T (curv * (X p)) in one pass, each row read once for both products (q = lam
+    p on entry, set where p was made); returns sum_i curv_i (x_i.p)^2, the data's part of
+    p.Hp = lam ||p||^2 + sum_i curv_i (x_i.p)^2 (terms >= 0). p and q are interleaved (p_j
+    = pq[2j], q_j = pq[2j+1]): the product's scatter lands on the cache lines the row's
+    dot product has just loaded (news20: a third off the pass)."""
+    cdef Py_ssize_t i, nnz
+    cdef double t, dot, php = 0.0, b = P.bias * pq[2 * P.d] if P.bias != 0.0 else 0.0
+    cdef bint ahead = m >= PREFETCH_MIN_COLUMNS
     for i in range(P.n):
         if curv[i] == 0.0:
             continue
+        if ahead and i + 1 < P.n:
+            prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], pq, 16)
         nnz = indptr[i + 1] - indptr[i]
-        t = curv[i] * (sparse_dot_even(data + indptr[i], indices + indptr[i], nnz, pq) + b)
+        dot = sparse_dot_even(data + indptr[i], indices + indptr[i], nnz, pq) + b
+        t = curv[i] * dot
+        php += t * dot
         sparse_axpy_odd(t, data + indptr[i], indices + indptr[i], nnz, pq)
         if P.bias != 0.0:
             pq[2 * P.d + 1] += t * P.bias
+    return php
 
 
 cdef Py_ssize_t _dense_budget(const index_t* indptr, Py_ssize_t n, Py_ssize_t m,
@@ -363,7 +382,7 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
     or ``limit`` products; cg_out: the products, stop_out: the hook's stop request (Ctrl-C
     between products)."""
     cdef Py_ssize_t j, cg = 0
-    cdef double gnorm, rstop, target, rz, rz_new, pHp, a, beta, ss, sp, pp
+    cdef double gnorm, rstop, target, rz, rz_new, rr, pHp, a, beta, ss, sp, pp, spp
     cdef int stop = 0
     # the residual is about the next gradient, and a gradient below sqrt(2 lam target)
     # certifies (gap = ||g||^2 / (2 lam)): no need to solve more exactly than that
@@ -377,51 +396,57 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
         target = 0.5 * sqrt(2.0 * P.lam * gap_target(dual, opt.tol, floor))
         if rstop < target or (model_ok and rstop < 10.0 * target):
             rstop = target
+    # each sweep over the m-vectors does all it can (at news20's 1.7 million features
+    # they are as much memory traffic as the product): the direction p is made with its
+    # product's start q = lam p, and the step's update with the residual's two norms
+    rz = 0.0
+    pp = 0.0
     for j in range(m):
         s[j] = 0.0
         r[j] = -g[j]
         pq[2 * j] = r[j] / diag[j]
-    rz = 0.0
-    for j in range(m):
+        pq[2 * j + 1] = P.lam * pq[2 * j]
         rz += r[j] * pq[2 * j]
+        pp += pq[2 * j] * pq[2 * j]
     converged[0] = False
     bounded[0] = False
     while cg < limit:
-        _hessian_times(data, indices, indptr, P, curv, pq, m)
+        pHp = P.lam * pp + _hessian_times(data, indices, indptr, P, curv, pq, m)
         cg += 1
-        pHp = 0.0
-        for j in range(m):
-            pHp += pq[2 * j] * pq[2 * j + 1]
         if not (pHp > 0.0):
             break
         a = rz / pHp
         if radius < INFINITY:
-            ss, sp, pp = 0.0, 0.0, 0.0
+            ss, sp, spp = 0.0, 0.0, 0.0
             for j in range(m):
                 ss += diag[j] * s[j] * s[j]
                 sp += diag[j] * s[j] * pq[2 * j]
-                pp += diag[j] * pq[2 * j] * pq[2 * j]
-            if ss + a * (2.0 * sp + a * pp) >= radius * radius:
+                spp += diag[j] * pq[2 * j] * pq[2 * j]
+            if ss + a * (2.0 * sp + a * spp) >= radius * radius:
                 # to the sphere along p: the root a of ||s + a p||^2 = radius^2
-                a = (sqrt(max(sp * sp + pp * (radius * radius - ss), 0.0)) - sp) / pp
+                a = (sqrt(max(sp * sp + spp * (radius * radius - ss), 0.0)) - sp) / spp
                 bounded[0] = True
+        rr = 0.0
+        rz_new = 0.0
         for j in range(m):
             s[j] += a * pq[2 * j]
             r[j] -= a * pq[2 * j + 1]
-        if bounded[0] or sqrt(_dot(r, r, m)) <= rstop:
+            rr += r[j] * r[j]
+            rz_new += r[j] * r[j] / diag[j]
+        if bounded[0] or sqrt(rr) <= rstop:
             converged[0] = True
             break
         if hook != NULL:
             stop = hook(ctx, -1, NULL)      # Ctrl-C between products
             if stop != 0:
                 break
-        rz_new = 0.0
-        for j in range(m):
-            rz_new += r[j] * r[j] / diag[j]
         beta = rz_new / rz
         rz = rz_new
+        pp = 0.0
         for j in range(m):
             pq[2 * j] = r[j] / diag[j] + beta * pq[2 * j]
+            pq[2 * j + 1] = P.lam * pq[2 * j]
+            pp += pq[2 * j] * pq[2 * j]
     cg_out[0] = cg
     stop_out[0] = stop
 
