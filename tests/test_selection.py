@@ -199,6 +199,35 @@ def test_train_linear_path_goes_on_with_newton(heart):
     assert _start_for(sdca_path, X, y, lam, "logistic")[1] != "newton"
 
 
+def test_train_linear_path_hands_ill_conditioned_solves_to_newton():
+    """On wide rows the path's solves are SDCA's until the conditioning max c_i ||x_i||^2 /
+    (gamma lam n) reaches NEWTON_CONDITION (unit rows, logistic: C / 4); from there Newton
+    takes them from the start (start_rule "newton"), and every solve reaches the cold
+    certified optimum. Not for the squared hinge on more columns than rows (auto never
+    hands it to Newton there), nor for SDCA alone."""
+    from dualsolve._warm_path import NEWTON_CONDITION
+    rng = np.random.default_rng(0)
+    X = sp.random(200, 2000, density=0.02, random_state=2, format="csr")
+    X = sp.diags(1.0 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X
+    y = np.where(rng.random(200) < 0.5, -1.0, 1.0)
+    Cs = np.array([16.0, 64.0, 256.0, 1024.0, 4096.0])
+    kappa = Cs / 4.0
+    path = regularization_path(ds.train_linear, X, y, Cs=Cs, loss="logistic", tol=1e-10,
+                               max_epochs=100000)
+    rules = [m.params.get("start_rule") for m in path]
+    assert [r == "newton" for r in rules[1:]] == list(kappa[1:] >= NEWTON_CONDITION)
+    assert rules[-1] == "newton" and rules[1] != "newton"
+    assert all(m.params["solver_chosen"] == "newton" for m, r in zip(path, rules)
+               if r == "newton")
+    _cold_optima(path, X, y, 1.0 / (Cs * X.shape[0]), "logistic", 1e-10)
+    hinge = regularization_path(ds.train_linear, X, y, Cs=Cs[-2:], loss="squared_hinge",
+                                tol=1e-8, max_epochs=100000)
+    assert hinge[-1].params.get("start_rule") != "newton"
+    sdca = regularization_path(ds.train_linear, X, y, Cs=Cs[-2:], loss="logistic",
+                               solver="sdca", tol=1e-8, max_epochs=100000)
+    assert sdca[-1].params.get("start_rule") != "newton"
+
+
 def test_path_works_for_a_primal_dual_solver(heart):
     X, y = heart
     lams = np.array([1.0, 0.1]) / X.shape[0]
