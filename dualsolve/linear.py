@@ -102,8 +102,10 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
       On narrow data (more rows than columns, and few enough columns for Newton's
       explicit Hessian: ``newton_first``) those losses go to Newton from the start.
       On a path (``regularization_path``, ``cross_validate``, the estimators'
-      ``warm_start``), once a solve has ended with Newton the next ones run Newton from the
-      extrapolated primal (a larger C needs it more). What ran is
+      ``warm_start``), once a solve has ended with Newton, or the next one's conditioning
+      ``max_i c_i ||x_i||^2 / (gamma lam n)`` reaches 256 (logistic on unit rows: C >=
+      1024), the next ones run Newton from the extrapolated primal (a larger C needs it
+      more). What ran is
       ``Model.params["solver_chosen"]`` (``"sdca"``, ``"newton"`` or
       ``"sdca+newton"``, with ``params["sdca_epochs"]``, the epoch of the hand-over); the
       command line's liblinear ``-s`` numbers use the same rule.

@@ -80,8 +80,9 @@ def regularization_path(trainer, X, y, *, lams=None, Cs=None, **params):
     extrapolated along log lam (``dualsolve._warm_path``), keep the training scores ``x_i.w
     + b`` in ``extra["margins"]`` for that, and skip the exact check of their start (it is
     never optimal). With ``train_linear(solver="auto")``, once a solve has ended with
-    Newton, the following (larger C) ones run Newton from the start, from the extrapolated
-    primal (``start_rule`` ``"newton"`` in their params).
+    Newton, or is ill-conditioned enough (``dualsolve._warm_path.NEWTON_CONDITION``), the
+    following (larger C) ones run Newton from the start, from the extrapolated primal
+    (``start_rule`` ``"newton"`` in their params).
     """
     train, solver = _solver_of(trainer)
     _grid_keys_unset("regularization_path", params, ("lam", "C", "warm_start"))
