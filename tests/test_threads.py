@@ -370,8 +370,6 @@ def test_sigint_stops_a_threaded_solve_within_a_second(d):
     assert exc.model.stop_reason == "interrupted"
     if d > 300 and _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
         assert exc.model.params["threaded_epochs"] > 0
-    if d > 300 and _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
-        assert exc.model.params["threaded_epochs"] > 0
 
 
 def test_command_line_threads(tmp_path, capsys):
