@@ -78,10 +78,10 @@ def extrapolated_start(done, lam, p, solver):
     For ``train_linear(solver="auto")`` whose last solve ended with Newton, or whose next
     solve is ill-conditioned (NEWTON_CONDITION; ``_newton_goes_on``), the start is instead
     the extrapolated primal of least objective as a Model, and Newton takes it from the
-    start (rule "newton"). Measured (news20
-    logistic, 5-fold ``cross_validate`` over 10 C from 2^-5 to 2^15, tol 1e-3, one thread,
-    two alternating runs): 44.0-47.6 s against 55.0-57.4 s with SDCA from the dual read
-    off it (fold 0, C = 2^15: 1.7 s, 20 passes, against 4.3 s, 11 epochs then 47 passes);
+    start (rule "newton"). Measured (news20 logistic, 5-fold ``cross_validate`` over 10 C
+    from 2^-5 to 2^15, tol 1e-3, one thread, two alternating runs): 44.0-47.6 s against
+    55.0-57.4 s with SDCA from the dual read off it (fold 0, C = 2^15: 1.7 s, 20 passes,
+    against 4.3 s, 11 epochs then 47 passes);
     a9a, logistic 1.7 s against 5.1 s, squared hinge 0.8-0.9 s against 2.9-3.0 s.
 
     Returns ``(start, rule)``, rule one of "last", "linear", "primal", "alpha", "newton"
