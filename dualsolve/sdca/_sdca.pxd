@@ -155,3 +155,11 @@ cdef void sdca_score_sums(const floating* data, const index_t* indices,
 # P.w = X^T alpha / (P.lam P.n), from scratch.
 cdef void sdca_resync(const floating* data, const index_t* indices, const index_t* indptr,
                       SdcaProblem* P) noexcept nogil
+
+# D(alpha) after ``epochs`` passes of exact coordinate steps from P.alpha (sdca_local_passes,
+# seeded by ``seed``; P.alpha and P.w updated, P.w computed from alpha first): a primal
+# solver's dual point raised for its certificate. Rigorous: the dual of the incremental w
+# less the bound of its rounding drift (P.drift must be tracked: coordinates = CSR rows).
+cdef double sdca_polished_dual(const floating* data, const index_t* indices,
+                               const index_t* indptr, SdcaProblem* P, Py_ssize_t epochs,
+                               uint64_t seed) noexcept nogil
