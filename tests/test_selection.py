@@ -220,6 +220,16 @@ def test_train_linear_path_hands_ill_conditioned_solves_to_newton():
     assert all(m.params["solver_chosen"] == "newton" for m, r in zip(path, rules)
                if r == "newton")
     _cold_optima(path, X, y, 1.0 / (Cs * X.shape[0]), "logistic", 1e-10)
+    # Newton's path solves keep their rows' scores, as SDCA's do, for the next start
+    for fit_intercept in (False, True):
+        models = path if not fit_intercept else regularization_path(
+            ds.train_linear, X, y, Cs=Cs[-3:], loss="logistic", tol=1e-8,
+            fit_intercept=True, intercept_scaling=3.0, max_epochs=100000)
+        newton = [m for m in models if m.params.get("start_rule") == "newton"]
+        assert newton
+        for m in newton:
+            np.testing.assert_allclose(m.extra["margins"], X @ m.coef + m.intercept,
+                                       rtol=0, atol=1e-12 * (1 + np.abs(m.coef).sum()))
     hinge = regularization_path(ds.train_linear, X, y, Cs=Cs[-2:], loss="squared_hinge",
                                 tol=1e-8, max_epochs=100000)
     assert hinge[-1].params.get("start_rule") != "newton"

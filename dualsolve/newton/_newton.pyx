@@ -480,6 +480,14 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
 cdef void newton_run(const floating* data, const index_t* indices, const index_t* indptr,
                      const NewtonProblem* P, const NewtonOptions* opt, NewtonResult* res,
                      epoch_hook hook, void* ctx) noexcept nogil:
+    _newton_run(data, indices, indptr, P, opt, res, hook, ctx, NULL)
+
+
+cdef void _newton_run(const floating* data, const index_t* indices, const index_t* indptr,
+                      const NewtonProblem* P, const NewtonOptions* opt, NewtonResult* res,
+                      epoch_hook hook, void* ctx, double* scores) noexcept nogil:
+    """newton_run; ``scores`` (n, or NULL) receives the certified iterate's scores
+    ``X w + bias w[d]`` (those it certified on) when the run converges."""
     cdef Py_ssize_t m = P.d + (1 if P.bias != 0.0 else 0), n = P.n, i, j, it, cg, h
     cdef double* buf = <double*>malloc((4 * n + 6 * m) * sizeof(double))
     cdef double *z, *u, *dv, *curv, *g, *diag, *s, *r, *pq
@@ -621,6 +629,8 @@ cdef void newton_run(const floating* data, const index_t* indices, const index_t
                 fresh = True
                 continue
             status = STATUS_CONVERGED
+            if scores != NULL:
+                memcpy(scores, z, n * sizeof(double))
         values[0] = primal
         values[1] = dual
         values[2] = gap
@@ -762,10 +772,11 @@ cdef bint _polish_init(const floating* data, const index_t* indptr, const Newton
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
           Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
           double bias, double[::1] w, double tol, Py_ssize_t max_epochs, double cg_forcing,
-          Py_ssize_t max_cg, mon, double[::1] dual, weight=None):
+          Py_ssize_t max_cg, mon, double[::1] dual, weight=None, double[::1] scores=None):
     """Run newton_run on validated arrays (w is the start and is written in place; dual
-    receives the certificate's dual point),
-    reporting every iteration to ``mon`` (which must expect NEWTON_HOOK_VALUES values).
+    receives the certificate's dual point; ``scores``, if given (n), the scores of the
+    returned w, ``X w + bias w[d]``, when it converged), reporting every iteration to
+    ``mon`` (which must expect NEWTON_HOOK_VALUES values).
     Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps)."""
     cdef NewtonProblem P
     cdef NewtonOptions opt = newton_default_options()
@@ -792,11 +803,17 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     if dual.shape[0] != P.n:
         raise ValueError("dual must have one entry per row")
     P.dual = &dual[0]
+    cdef double* out = NULL
+    if scores is not None:
+        if scores.shape[0] != P.n:
+            raise ValueError("scores must have one entry per row")
+        out = &scores[0]
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.cg_forcing = cg_forcing
     opt.max_cg = max_cg
     with nogil:
-        newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+        _newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook,
+                    <void*>mon, out)
     return (res.status, res.n_epochs, res.passes, res.primal, res.dual, res.gap, res.p0,
             bool(res.stalled), res.dense_steps)

@@ -3,6 +3,7 @@ certified by the duality gap of the dual point its gradient gives."""
 import numpy as np
 
 from .._core import losses as _losses
+from .._core.status import CONVERGED
 from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Interval, Integral, Real
 from ..model import Model, warm_start_coef
@@ -130,16 +131,21 @@ def _engine(p, o, mon):
         w[p.d] = float(p.warm_start.intercept) / bias
     mon.set_coef(w[:p.d])
     dual_point = np.zeros(p.n)
+    # a path's solve keeps its training rows' scores (extra["margins"], as SDCA's do): the
+    # next start's extrapolation reads them instead of a pass over X
+    scores = np.empty(p.n) if p.path_start else None
     status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps = _newton.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
-        p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight)
+        p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight,
+        scores=scores)
     note = ""
     if stalled:
         note = ("The line search found no decrease at this precision (the gap is at the "
                 "rounding level of the objective): a smaller tol cannot be certified")
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=dual_point, measure=gap, threshold=threshold(dual, p.tol, p0), note=note,
-                  info=dict(p0=p0, passes=passes, dense_steps=dense_steps))
+                  info=dict(p0=p0, passes=passes, dense_steps=dense_steps),
+                  extra={"margins": scores} if p.path_start and status == CONVERGED else {})
 
 
 NEWTON = register(Solver(
