@@ -77,7 +77,7 @@ DEF PREFETCH_MIN_COLUMNS = 65536
 #: which SDCA's steps remove fast (4-7x in a pass) where Newton would need another
 #: iteration of 10-16 products; so CG aims at a gap of POLISH_AIM / 4 times the target,
 #: not a quarter of it. Measured (news20, 5-fold cross_validate over 10 C from 2^-5 to
-#: 2^15, logistic, tol 1e-4): 13.2-13.8 s -> 11.5-11.6 s; (range, epochs, aim) = (4, 1, 1)
+#: 2^15, logistic, tol 1e-4): 13.2-13.8 s -> 11.2-11.6 s; (range, epochs, aim) = (4, 1, 1)
 #: 12.3 s, (32, 3, 16) as (16, 2, 8); on a9a and w8a, where an iteration is one explicit
 #: step, the polish cost 8-12% and is not tried
 DEF POLISH_RANGE = 16.0
@@ -398,8 +398,8 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
                     const NewtonProblem* P, const NewtonOptions* opt, const double* curv,
                     const double* g, const double* diag, double* s, double* r, double* pq,
                     Py_ssize_t m, double dual, double floor, double aim, bint model_ok,
-                    double radius,
-                    Py_ssize_t limit, epoch_hook hook, void* ctx, Py_ssize_t* cg_out,
+                    double radius, Py_ssize_t limit, epoch_hook hook, void* ctx,
+                    Py_ssize_t* cg_out,
                     int* stop_out, bint* converged, bint* bounded) noexcept nogil:
     """Preconditioned CG on H s = -g from s = 0 (r: the residual -g - H s), one pass per
     Hessian-vector product, until ||r|| <= forcing ||g|| or the residual that predicts a
@@ -655,7 +655,8 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
         bounded = False
         if not dense:
             _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m, dual, floor,
-                      POLISH_AIM if polishing else 1.0, model_ok, radius, opt.max_cg if H == NULL else min(opt.max_cg, budget),
+                      POLISH_AIM if polishing else 1.0, model_ok, radius,
+                      opt.max_cg if H == NULL else min(opt.max_cg, budget),
                       hook, ctx, &cg, &stop, &converged, &bounded)
             res.passes += cg
             if stop != 0:
