@@ -294,13 +294,15 @@ class _read_only:
 ILL_CONDITIONED = 1e4
 
 
-def conditioning(p, bias=0.0):
-    """max_i ||x_i||^2 / (lam n) (with a constant feature's bias^2 added to every row): how
-    many epochs per e-fold a dual coordinate or stochastic first-order method needs; 0 when
-    unknown."""
-    if p.lam <= 0 or p.X.sqnorm is None or not len(p.X.sqnorm):
+def conditioning(p, bias=0.0, lam=None):
+    """max_i c_i ||x_i||^2 / (lam n) (c_i the row weights, a constant feature's bias^2 added
+    to every row; ``lam`` p's unless given): how many epochs per e-fold a dual coordinate
+    or stochastic first-order method needs; 0 when unknown."""
+    lam = p.lam if lam is None else lam
+    if lam <= 0 or p.X.sqnorm is None or not len(p.X.sqnorm):
         return 0.0
-    return (float(np.max(p.X.sqnorm)) + bias * bias) / (p.lam * p.n)
+    weight = 1.0 if p.weight is None else p.weight
+    return float(np.max(weight * (p.X.sqnorm + bias * bias))) / (lam * p.n)
 
 
 def _conditioning(p):

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._core import csr as _csr, losses as _losses
+from ._core import losses as _losses
 from .model import Model
 
 
@@ -169,17 +169,15 @@ def _newton_goes_on(model, solver, lam, p):
         return False
     if model.params.get("solver_chosen") in ("newton", "sdca+newton"):
         return True
-    from .linear import switches_to_newton     # (linear imports this module)
+    from ._driver import conditioning           # (both import this module)
+    from .linear import switches_to_newton
     n_rows, n_features = p.X.shape
     bias = (model.params.get("intercept_scaling", 1.0) if model.params.get("fit_intercept")
             else 0.0)
     if not switches_to_newton(p.loss, n_rows, n_features + bool(bias)):
         return False
     gamma = _losses.strong_convexity(p.loss, p.loss_param)
-    sq = p.X.sqnorm if p.X.sqnorm is not None else _csr.row_sqnorms(p.X.source)
-    weight = 1.0 if p.weight is None else p.weight
-    coupling = float(np.max(weight * (sq + bias * bias))) if n_rows else 0.0
-    return gamma > 0 and coupling / (gamma * lam * n_rows) >= NEWTON_CONDITION
+    return gamma > 0 and conditioning(p, bias, lam) / gamma >= NEWTON_CONDITION
 
 
 def _best_primal_model(models, s, lam, p):
