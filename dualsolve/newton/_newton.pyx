@@ -480,14 +480,16 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
 cdef void newton_run(const floating* data, const index_t* indices, const index_t* indptr,
                      const NewtonProblem* P, const NewtonOptions* opt, NewtonResult* res,
                      epoch_hook hook, void* ctx) noexcept nogil:
-    _newton_run(data, indices, indptr, P, opt, res, hook, ctx, NULL)
+    _newton_run(data, indices, indptr, P, opt, res, hook, ctx, NULL, NULL)
 
 
 cdef void _newton_run(const floating* data, const index_t* indices, const index_t* indptr,
                       const NewtonProblem* P, const NewtonOptions* opt, NewtonResult* res,
-                      epoch_hook hook, void* ctx, double* scores) noexcept nogil:
+                      epoch_hook hook, void* ctx, double* scores,
+                      const double* sqnorm) noexcept nogil:
     """newton_run; ``scores`` (n, or NULL) receives the certified iterate's scores
-    ``X w + bias w[d]`` (those it certified on) when the run converges."""
+    ``X w + bias w[d]`` (those it certified on) when the run converges; ``sqnorm`` (n, or
+    NULL: computed when needed) holds the rows' ``||x_i||^2``, for the polish."""
     cdef Py_ssize_t m = P.d + (1 if P.bias != 0.0 else 0), n = P.n, i, j, it, cg, h
     cdef double* buf = <double*>malloc((4 * n + 6 * m) * sizeof(double))
     cdef double *z, *u, *dv, *curv, *g, *diag, *s, *r, *pq
@@ -578,8 +580,8 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 and not gap_certifies(gap, dual, opt.tol, floor)
                 and gap <= POLISH_RANGE * gap_target(dual, opt.tol, floor)):
             polished_it = it
-            if polish_buf == NULL and not _polish_init(data, indptr, P, &S, &polish_buf,
-                                                       &polish_index, m):
+            if polish_buf == NULL and not _polish_init(data, indptr, P, sqnorm, &S,
+                                                       &polish_buf, &polish_index, m):
                 polishing = False        # no memory: no polish
             else:
                 for i in range(n):
@@ -745,10 +747,11 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
 
 
 cdef bint _polish_init(const floating* data, const index_t* indptr, const NewtonProblem* P,
-                       SdcaProblem* S, double** buf, Py_ssize_t** index,
-                       Py_ssize_t m) noexcept nogil:
+                       const double* sqnorm, SdcaProblem* S, double** buf,
+                       Py_ssize_t** index, Py_ssize_t m) noexcept nogil:
     """SDCA's problem on P's rows for the dual point's polish (a, w(a), the rows' squared
-    norms with bias^2, scores, order), in buffers it allocates; False: no memory."""
+    norms with bias^2, from ``sqnorm`` when given, scores, order), in buffers it allocates;
+    False: no memory."""
     cdef Py_ssize_t i, n = P.n
     buf[0] = <double*>malloc((3 * n + m) * sizeof(double))
     index[0] = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
@@ -763,7 +766,9 @@ cdef bint _polish_init(const floating* data, const index_t* indptr, const Newton
     cdef double* z = sq + n
     cdef double* w = z + n
     for i in range(n):
-        sq[i] = sparse_sqnorm(data + indptr[i], indptr[i + 1] - indptr[i]) + P.bias * P.bias
+        sq[i] = (sqnorm[i] if sqnorm != NULL
+                 else sparse_sqnorm(data + indptr[i], indptr[i + 1] - indptr[i]))
+        sq[i] += P.bias * P.bias
     sdca_problem_init(S, n, P.d, P.y, P.loss, P.lam, P.bias, w, alpha, sq, z, index[0])
     S.sqnorm_given = 1
     S.weight = P.weight
@@ -773,10 +778,12 @@ cdef bint _polish_init(const floating* data, const index_t* indptr, const Newton
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
           Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
           double bias, double[::1] w, double tol, Py_ssize_t max_epochs, double cg_forcing,
-          Py_ssize_t max_cg, mon, double[::1] dual, weight=None, double[::1] scores=None):
+          Py_ssize_t max_cg, mon, double[::1] dual, weight=None, double[::1] scores=None,
+          const double[::1] sqnorm=None):
     """Run newton_run on validated arrays (w is the start and is written in place; dual
     receives the certificate's dual point; ``scores``, if given (n), the scores of the
-    returned w, ``X w + bias w[d]``, when it converged), reporting every iteration to
+    returned w, ``X w + bias w[d]``, when it converged; ``sqnorm``, if given (n), the rows'
+    squared norms, as validated), reporting every iteration to
     ``mon`` (which must expect NEWTON_HOOK_VALUES values).
     Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps)."""
     cdef NewtonProblem P
@@ -809,12 +816,17 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         if scores.shape[0] != P.n:
             raise ValueError("scores must have one entry per row")
         out = &scores[0]
+    cdef const double* norms = NULL
+    if sqnorm is not None:
+        if sqnorm.shape[0] != P.n:
+            raise ValueError("sqnorm must have one entry per row")
+        norms = &sqnorm[0]
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.cg_forcing = cg_forcing
     opt.max_cg = max_cg
     with nogil:
         _newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook,
-                    <void*>mon, out)
+                    <void*>mon, out, norms)
     return (res.status, res.n_epochs, res.passes, res.primal, res.dual, res.gap, res.p0,
             bool(res.stalled), res.dense_steps)

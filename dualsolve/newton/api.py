@@ -137,7 +137,7 @@ def _engine(p, o, mon):
     status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps = _newton.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight,
-        scores=scores)
+        scores=scores, sqnorm=p.X.sqnorm)
     note = ""
     if stalled:
         note = ("The line search found no decrease at this precision (the gap is at the "
