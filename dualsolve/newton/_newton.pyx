@@ -589,21 +589,21 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 polished_dual = sdca_polished_dual(data, indices, indptr, &S, POLISH_EPOCHS,
                                                    <unsigned long long>it)
                 res.passes += 1 + POLISH_EPOCHS
-                if (not fresh and gap_certifies(primal - polished_dual, polished_dual, opt.tol,
-                                                floor)):
+                polished = gap_certifies(primal - polished_dual, polished_dual, opt.tol, floor)
+                if polished and not fresh:
                     # the primal of scores recomputed from w, as to certify (else the
                     # gradient of those scores next)
                     _scores(data, indices, indptr, P, P.w, z)
                     res.passes += 1
                     fresh = True
                     primal = _primal_at(P, z, m)
-                    if not gap_certifies(primal - polished_dual, polished_dual, opt.tol,
-                                         floor):
+                    polished = gap_certifies(primal - polished_dual, polished_dual, opt.tol,
+                                             floor)
+                    if not polished:
                         continue
-                if gap_certifies(primal - polished_dual, polished_dual, opt.tol, floor):
+                if polished:
                     dual = polished_dual
                     gap = primal - dual
-                    polished = True
         if smoothing and not gap_certifies(gap, dual, opt.tol, floor):
             # the smoothed problem's own gap is ||g||^2 / (2 lam); once it is below half
             # the gap of P.loss, the smoothing is what is left: narrow it (and at the

@@ -199,14 +199,16 @@ cdef inline void _check_rows(const floating* data, const index_t* indices,
         ksum_add(cs, _conj_term(P, i))
 
 
-cdef double _dual_value(const SdcaProblem* P) noexcept nogil:
-    """D(alpha) without touching X (w = w(alpha) must hold): the conjugates and ||w||^2."""
+cdef double _dual_value(SdcaProblem* P) noexcept nogil:
+    """D(alpha) without touching X, from w (w(alpha) up to its tracked drift, which
+    _drift_slack bounds): the conjugates and ||w||^2 (kept, rounded up, in P.w_norm)."""
     cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef KahanSum cs = ksum_new(), ws = ksum_new()
     for i in range(P.n):
         ksum_add(&cs, _conj_term(P, i))
     for i in range(dw):
         ksum_add(&ws, P.w[i] * P.w[i])
+    P.w_norm = sqrt(ksum_value(&ws)) * (1.0 + 1e-12)
     return -ksum_value(&cs) / P.n - 0.5 * P.lam * ksum_value(&ws)
 
 
@@ -1330,17 +1332,10 @@ cdef void sdca_resync(const floating* data, const index_t* indices, const index_
 cdef double sdca_polished_dual(const floating* data, const index_t* indices,
                                const index_t* indptr, SdcaProblem* P, Py_ssize_t epochs,
                                uint64_t seed) noexcept nogil:
-    cdef Py_ssize_t i, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef KahanSum cs = ksum_new(), ws = ksum_new()
     _resync(data, indices, indptr, P)
     sdca_local_passes(data, indices, indptr, P, <double>epochs, seed)
-    for i in range(P.n):
-        ksum_add(&cs, _conj_term(P, i))
-    for i in range(dw):
-        ksum_add(&ws, P.w[i] * P.w[i])
-    P.w_norm = sqrt(ksum_value(&ws)) * (1.0 + 1e-12)
-    # the incremental w's rounding, bounded (the passes track it from the resync's 0)
-    return -ksum_value(&cs) / P.n - 0.5 * P.lam * ksum_value(&ws) - _drift_slack(P)
+    # less the incremental w's rounding, bounded (the passes track it from the resync's 0)
+    return _dual_value(P) - _drift_slack(P)
 
 
 # ---------------------------------------------------------------------------------------
