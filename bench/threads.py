@@ -8,7 +8,10 @@
    (threaded passes where the rows allow them, ``threaded_epochs``; the exact checks and
    resyncs in two threads everywhere).
 3. What a second core can give the memory traffic of a pass on this machine: streaming
-   reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released.
+   reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released; and
+   what moving a cache line between the two threads' cores costs, measured before every
+   round (``dualsolve._core.parallel.core_round_trip``): the feature-owned pass's gain
+   follows it, and on a shared host it changes with where the threads land.
 4. ``--vs-liblinear`` (issue 17's item 1; ``threads_liblinear.py``): ``train_sdca(n_jobs=2)``
    against liblinear-official's dual solver on one thread and liblinear-multicore's
    solvers with ``-m 2``, time to the same suboptimality, news20 binary and IMDB.
@@ -33,6 +36,7 @@ sys.path.insert(0, HERE)
 import datasets  # noqa: E402
 
 import dualsolve as ds  # noqa: E402
+from dualsolve._core.parallel import core_round_trip  # noqa: E402
 
 RUNS = [("news20.multi", "logistic", 1e-8), ("news20.multi", "squared_hinge", 1e-6),
         ("news20", "logistic", 1e-8), ("news20", "squared_hinge", 1e-6),
@@ -45,7 +49,9 @@ def speedup(name, loss, tol, rounds):
     seconds = {1: [], 2: []}
     models = {}
     coefs_2 = set()     # the n_jobs=2 models' coef across rounds (one: reproducible)
+    trips = []          # core-to-core round trips (ns), one before each round
     for _ in range(rounds):
+        trips.append(core_round_trip())
         for n_jobs in (1, 2):
             t0 = time.perf_counter()
             m = ds.train_sdca(X, y, C=1.0, loss=loss, tol=tol, n_jobs=n_jobs)
@@ -61,7 +67,8 @@ def speedup(name, loss, tol, rounds):
                 same_coef=models[1].coef.tobytes() == models[2].coef.tobytes(),
                 repeatable=len(coefs_2) == 1,
                 threaded_epochs=int(models[2].params.get("threaded_epochs", 0)),
-                epochs=[int(models[1].n_epochs), int(models[2].n_epochs)])
+                epochs=[int(models[1].n_epochs), int(models[2].n_epochs)],
+                round_trip_ns=trips)
 
 
 def memory_scaling(rounds):
@@ -128,7 +135,8 @@ def main(argv=None):
               f"speed-up {r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
               f"{r['speedup_range'][1]:.2f}); epochs {r['epochs']}, threaded "
               f"{r['threaded_epochs']}; same coef as n_jobs=1: {r['same_coef']}, n_jobs=2 "
-              f"repeatable: {r['repeatable']}", flush=True)
+              f"repeatable: {r['repeatable']}; core round trip {np.median(r['round_trip_ns']):.0f} "
+              f"ns ({min(r['round_trip_ns']):.0f}-{max(r['round_trip_ns']):.0f})", flush=True)
     mem = memory_scaling(args.rounds)
     out.append(dict(memory=mem))
     for what, r in mem.items():

@@ -241,12 +241,24 @@ def test_threaded_passes_run_on_nearly_orthogonal_rows_only():
     assert a.coef.tobytes() == b.coef.tobytes() and a.n_epochs == b.n_epochs
 
 
+@pytest.fixture
+def threads_pay():
+    """Sets the feature-owned pass's clock rule (THREADS_PAY) for a test, then restores it:
+    1e300 keeps the threads on whatever this machine's cores cost, so a test of the
+    threaded iterates does not depend on the hour."""
+    from dualsolve.sdca import _sdca
+    before = _sdca._threads_pay()
+    yield _sdca._threads_pay
+    _sdca._threads_pay(before)
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
-def test_threaded_passes_keep_the_certificate(loss):
+def test_threaded_passes_keep_the_certificate(loss, threads_pay):
     """With threaded passes the iterates depend on timing; what holds is the documented
     guarantee: two runs with the same seed both certify tol, their primal values agree to
     tol, and each coef is X^T dual / (lam n)."""
     _two_threads()
+    threads_pay(1e300)
     X, y = _sparse_problem(4000, 200_000)
     tol = 1e-9
     runs = [ds.train_sdca(X, y, loss=loss, tol=tol, n_jobs=2, seed=5) for _ in range(2)]
@@ -271,12 +283,36 @@ def test_threaded_resync_is_the_serial_one():
     assert one.coef.tobytes() == two.coef.tobytes() and one.intercept == two.intercept
 
 
+def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
+    """The feature-owned pass is timed against one thread's (its gain depends on how far
+    apart the cores are): the first pass steps an eighth of its rows on one thread and the
+    rest in threads, then the faster goes on, and a split pass tries the threads again
+    after 8, 16, ... serial passes. Made to lose every comparison, a 16-pass solve runs
+    passes 1 and 11 in threads; made to win them, all 16; both still reach the certified
+    optimum of one thread."""
+    _two_threads()
+    X, y = _sparse_problem(4000, 200_000)
+    budget = dict(tol=0.0, max_epochs=16, shrinking=False)
+    threads_pay(0.0)
+    assert ds.train_sdca(X, y, n_jobs=2, **budget).params["threaded_epochs"] == 2
+    losing = ds.train_sdca(X, y, tol=1e-9, n_jobs=2)
+    threads_pay(1e300)
+    assert ds.train_sdca(X, y, n_jobs=2, **budget).params["threaded_epochs"] == 16
+    winning = ds.train_sdca(X, y, tol=1e-9, n_jobs=2)
+    one = ds.train_sdca(X, y, tol=1e-9)
+    P1 = one.history["primal"][-1]
+    for m in (losing, winning):
+        assert m.converged and m.params["threaded_epochs"] > 0
+        assert abs(m.history["primal"][-1] - P1) <= 1e-9 * P1
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
-def test_threads_on_coherent_rows_fall_back_and_converge(loss):
+def test_threads_on_coherent_rows_fall_back_and_converge(loss, threads_pay):
     """Forced onto a9a (coherence 0.45, where stale scores overshoot: the squared hinge's
     dual falls within 20 epochs), the solve still reaches the optimum of one thread: a check
     whose dual fell undoes the threaded passes since the last check and the rest is serial."""
     _two_threads()
+    threads_pay(1e300)
     from dualsolve.sdca import _sdca
     X, y = ds.datasets.load("a9a")
     one = ds.train_sdca(X, y, loss=loss, tol=1e-8)

@@ -42,7 +42,7 @@ from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init
                                    spsc_free, spsc_full, spsc_push, spsc_flush, spsc_reset,
                                    spsc_ready, spsc_release, DS_LOAD_ACQUIRE,
                                    DS_STORE_RELEASE, DS_CPU_RELAX, DS_HAVE_ATOMICS)
-from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP
+from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP, DS_WTIME
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -443,6 +443,20 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                  SdcaProblem* P, const SdcaOptions* opt, double relax) noexcept nogil:
     """One pass of coordinate steps over the active coordinates; ``relax`` != 1: the
     exact steps over-relaxed by that factor (SdcaOptions.relaxation)."""
+    cdef PassSums S
+    _sums_init(&S)
+    _pass_end(P, &S, _epoch_steps(data, indices, indptr, P, opt, relax, 0, P.n_active, &S))
+
+
+cdef Py_ssize_t _epoch_steps(const floating* data, const index_t* indices,
+                             const index_t* indptr, SdcaProblem* P, const SdcaOptions* opt,
+                             double relax, Py_ssize_t start_at, Py_ssize_t stop,
+                             PassSums* sums) noexcept nogil:
+    """_epoch's steps on one thread, into ``sums`` (P.drift updated): the whole pass, or
+    with permutations positions [start_at, stop) of the active set, shuffled first when
+    start_at is 0 (a threaded pass's serial prefix, _epoch_threads, or what its team left).
+    Returns the rows still active: positions before stop were stepped, those from there up
+    to the returned count were not, the rows it shrunk lie after them."""
     # struct fields in locals: the compiler cannot keep them in registers across the
     # stores into w otherwise
     cdef double* w = P.w
@@ -458,18 +472,17 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     # the estimate samples every stride-th visit (a random subset, the order being random):
     # a few thousand rows estimate the mean gap to a few percent, at a fraction of the cost
     cdef Py_ssize_t stride = 1 + n_active // 4096
-    cdef PassSums S
-    cdef Py_ssize_t k = 0, pos, i, p, start = 0, nnz = 0, step = 0, nxt
+    cdef PassSums* S = sums
+    cdef Py_ssize_t k = start_at, pos, i, p, start = 0, nnz = 0, step = 0, nxt
     cdef Py_ssize_t n_steps = n_active
     cdef double z, a, delta
     cdef double drift = P.drift      # (_step_drift: both of its norms are known at the step)
     cdef bint track = drift != INFINITY
-    _sums_init(&S)
-    if permute:
+    if permute and start_at == 0:
         rng_shuffle(&P.rng, index, n_active)
     while True:
         if permute:
-            if k >= n_active:
+            if k >= n_active or k >= stop:
                 break
             pos = k
             if pos + 2 < n_active:
@@ -487,11 +500,11 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
         if p < n_rows:
             start = indptr[p]
             nnz = indptr[p + 1] - start
-            z = _row_score(data + start, indices + start, nnz, w, d, bias, offset, &S)
+            z = _row_score(data + start, indices + start, nnz, w, d, bias, offset, S)
         else:
             z = _point_score(data, indices, indptr, P, p)
             S.cost += 2 * (indptr[n_rows] / n_rows) + 32
-        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, scale, &S,
+        if _row_update(P, i, p, z, shrink, estimate, stride, exact_plain, relax, scale, S,
                        &a):
             # swap to the end of the active set; the position is visited again
             n_active -= 1
@@ -509,7 +522,7 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
                 track = False   # a mixed point's two rows: not tracked
         k += 1
     P.drift = drift if track else INFINITY
-    _pass_end(P, &S, n_active)
+    return n_active
 
 
 # ---------------------------------------------------------------------------------------
@@ -562,6 +575,12 @@ ctypedef struct OwnedPass:
     int blocks             # 1: the block pass instead (copies, no cut, ring or first)
     double* copies         # threads x stride: each thread's copy of w (the block pass)
     Py_ssize_t stride      # entries from one copy to the next (padded past w's d + 1)
+
+
+cdef inline Py_ssize_t _slice_at(Py_ssize_t first, Py_ssize_t n_active, int t,
+                                 int T) noexcept nogil:
+    """Where thread t's slice of positions [first, n_active) starts (t = T: the end)."""
+    return first + (n_active - first) * t // T
 
 
 cdef inline Py_ssize_t _seg_lo(const OwnedPass* O, const index_t* indptr, Py_ssize_t p,
@@ -800,11 +819,12 @@ cdef inline bint _owned_sends(const OwnedPass* O, const SdcaProblem* P,
 
 cdef void _owned_share(const floating* data, const index_t* indices, const index_t* indptr,
                        SdcaProblem* P, const SdcaOptions* opt, double relax, OwnedPass* O,
-                       int t, Py_ssize_t n_active) noexcept nogil:
-    """Thread t's slice of the pass: positions [lo, end) of the shuffled active set (end
-    moves down as rows are shrunk away)."""
+                       int t, Py_ssize_t first, Py_ssize_t n_active) noexcept nogil:
+    """Thread t's slice of the pass: positions [lo, end) of the shuffled active set's
+    [first, n_active) (end moves down as rows are shrunk away)."""
     cdef int T = O.threads, u
-    cdef Py_ssize_t lo = n_active * t // T, end = n_active * (t + 1) // T, k, i, nxt
+    cdef Py_ssize_t lo = _slice_at(first, n_active, t, T)
+    cdef Py_ssize_t end = _slice_at(first, n_active, t + 1, T), k, i, nxt
     cdef Py_ssize_t start, nnz
     cdef Py_ssize_t* index = P.index
     cdef PassSums sums               # on this thread's stack: O.sums side by side would
@@ -940,20 +960,41 @@ cdef inline void _resync_with(const floating* data, const index_t* indices,
         _resync_owned(data, indices, indptr, P, O)
 
 
-cdef bint _epoch_threads(const floating* data, const index_t* indices, const index_t* indptr,
+cdef enum:
+    PASS_NONE = 0       # _epoch_threads did nothing: the pass is one thread's (_epoch)
+    PASS_THREADS = 1    # the pass ran in threads (after its serial prefix, if any)
+    PASS_SERIAL = 2     # the team came out smaller after the prefix: one thread ended it
+
+
+cdef int _epoch_threads(const floating* data, const index_t* indices, const index_t* indptr,
                          SdcaProblem* P, const SdcaOptions* opt, double relax,
-                         OwnedPass* O, Py_ssize_t epoch) noexcept nogil:
-    """Pass ``epoch`` in O.threads threads, feature-owned or in blocks (O.blocks); False
-    (nothing done: the pass is left to one thread) when the team came out smaller, or when
-    shrinking has cut a block pass's work (the last pass's) below what its copies cost."""
+                         OwnedPass* O, Py_ssize_t epoch, Py_ssize_t serial,
+                         PassSums* alone, double* alone_seconds) noexcept nogil:
+    """Pass ``epoch`` in O.threads threads, feature-owned or in blocks (O.blocks);
+    PASS_NONE (nothing done: the pass is left to one thread) when the team came out
+    smaller, or when shrinking has cut a block pass's work (the last pass's) below what its
+    copies cost.
+    ``serial`` > 0 (feature-owned only): the first ``serial`` rows of the shuffled active
+    set are stepped on this thread first, their sums in ``alone`` and their wall time in
+    ``alone_seconds`` (the clock's comparison, PassClock)."""
     cdef int T = O.threads, t
     cdef int rounds = 0 if not O.blocks else _block_rounds(
         P, indptr[P.n_rows] if epoch == 1 else P.pass_cost, T)
-    cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos
+    cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos, first = 0
     cdef PassSums S
+    cdef double started
     if O.blocks and rounds < 1:
-        return False
-    rng_shuffle(&P.rng, P.index, n_active)
+        return PASS_NONE
+    _sums_init(alone)
+    alone_seconds[0] = 0.0
+    if serial > 0 and not O.blocks:
+        # the prefix's shrunk rows go to the end of the active set, as in _epoch
+        started = DS_WTIME()
+        n_active = _epoch_steps(data, indices, indptr, P, opt, relax, 0, serial, alone)
+        first = min(serial, n_active)
+        alone_seconds[0] = DS_WTIME() - started
+    else:
+        rng_shuffle(&P.rng, P.index, n_active)
     if not O.blocks:
         for t in range(T * T):
             spsc_reset(&O.ring[t])
@@ -967,10 +1008,15 @@ cdef bint _epoch_threads(const floating* data, const index_t* indices, const ind
         elif O.blocks:
             _block_share(data, indices, indptr, P, opt, relax, O, t, n_active, rounds)
         else:
-            _owned_share(data, indices, indptr, P, opt, relax, O, t, n_active)
+            _owned_share(data, indices, indptr, P, opt, relax, O, t, first, n_active)
     if O.failed:
-        return False
-    _sums_init(&S)
+        if first == 0:
+            return PASS_NONE
+        # the team came out smaller after the serial prefix: this thread ends the pass
+        _pass_end(P, alone, _epoch_steps(data, indices, indptr, P, opt, relax, first,
+                                         n_active, alone))
+        return PASS_SERIAL
+    S = alone[0]
     for t in range(T):
         S.pass_gap += O.sums[t].pass_gap
         S.shrunk_gap += O.sums[t].shrunk_gap
@@ -980,25 +1026,26 @@ cdef bint _epoch_threads(const floating* data, const index_t* indices, const ind
         S.drift += O.sums[t].drift
         S.visits += O.sums[t].visits
         S.sampled += O.sums[t].sampled
-    # the active set in one piece again: each slice's active rows, then the rows shrunk
-    # this pass (the ones shrunk before stay where they are, past n_active)
+    # the active set in one piece again: the serial prefix's rows, each slice's active
+    # rows, then the rows shrunk this pass (the prefix's already lie past n_active; the
+    # ones shrunk before stay where they are)
     for t in range(T):
-        lo = n_active * t // T
+        lo = _slice_at(first, n_active, t, T)
         for pos in range(lo, lo + O.active[t]):
             O.buf[m] = P.index[pos]
             m += 1
     for t in range(T):
-        lo, hi = n_active * t // T, n_active * (t + 1) // T
+        lo, hi = _slice_at(first, n_active, t, T), _slice_at(first, n_active, t + 1, T)
         for pos in range(lo + O.active[t], hi):
             O.buf[m] = P.index[pos]
             m += 1
-    memcpy(P.index, O.buf, n_active * sizeof(Py_ssize_t))
-    m = 0
+    memcpy(P.index + first, O.buf, (n_active - first) * sizeof(Py_ssize_t))
+    m = first
     for t in range(T):
         m += O.active[t]
-    P.drift += S.drift
+    P.drift += S.drift      # (the prefix's steps are in P.drift already, not in its sums)
     _pass_end(P, &S, m)
-    return True
+    return PASS_THREADS
 
 
 # ---------------------------------------------------------------------------------------
@@ -1143,6 +1190,68 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
     O.sums[t].drift = drift if track else INFINITY
 
 
+# The feature-owned pass moves cache lines between cores all the time (the rings, w's
+# entries one thread writes and the other reads, the rows' segments the receiver reads
+# again), so what it gains depends on how far apart the two cores are: on this project's
+# shared 2-core host, news20's pass 1.3-1.6x faster than one thread when a core-to-core
+# round trip took ~50 ns, 2x slower when it took ~400 ns (docs/benchmarks.md, "Threads").
+# So its passes are timed: the first steps its first CLOCK_PREFIX of rows on one thread,
+# then the rest in threads, and the threads go on while their time per unit of work is
+# under THREADS_PAY of one thread's; otherwise one thread runs, and after 8, 16, 32, ...
+# serial passes a pass is split again (the placement can change within minutes: a long
+# solve follows it; a short one pays for one pass at most).
+cdef double THREADS_PAY = 0.95
+cdef Py_ssize_t THREADS_RETRY = 8
+cdef double CLOCK_PREFIX = 0.125
+
+
+def _threads_pay(pay=None):
+    """THREADS_PAY; a number sets it (tests: 1e300 keeps the threads whatever the clock
+    says, 0 gives them up after each try). Returns the value before the call."""
+    global THREADS_PAY
+    old = THREADS_PAY
+    if pay is not None:
+        THREADS_PAY = float(pay)
+    return old
+
+
+cdef enum:
+    CLOCK_THREADS = 0       # a threaded pass
+    CLOCK_SPLIT = 1         # a threaded pass after a serial prefix: both rates measured
+    CLOCK_SERIAL = 2        # a serial pass
+
+
+ctypedef struct PassClock:
+    double threaded         # seconds per unit of work (pass_cost), the last threads' (NAN:
+    double serial           # none yet), and one thread's
+    Py_ssize_t streak       # serial passes since the threads last ran
+    Py_ssize_t wait         # serial passes before a split pass tries them again
+
+
+cdef inline void _clock_init(PassClock* C) noexcept nogil:
+    C.threaded, C.serial = NAN, NAN
+    C.streak, C.wait = 0, THREADS_RETRY
+
+
+cdef inline int _clock_next(PassClock* C) noexcept nogil:
+    """How the next pass runs (see THREADS_PAY)."""
+    if C.threaded != C.threaded or C.serial != C.serial:
+        return CLOCK_SPLIT
+    if C.threaded < THREADS_PAY * C.serial:
+        C.streak = 0
+        return CLOCK_THREADS
+    C.streak += 1
+    if C.streak > C.wait:
+        C.streak = 0
+        C.wait *= 2
+        return CLOCK_SPLIT
+    return CLOCK_SERIAL
+
+
+cdef inline double _rate(double seconds, double cost) noexcept nogil:
+    return seconds / cost if cost > 0.0 and seconds > 0.0 else NAN
+
+
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
@@ -1164,6 +1273,11 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef bint threaded = False
     cdef double* kept = NULL         # alpha at the last check of threaded passes
     cdef double kept_dual = -INFINITY, kept_gap = INFINITY
+    cdef PassClock clock             # the feature-owned pass: threads only where they pay
+    cdef bint timed = False
+    cdef int how, ran
+    cdef double started, elapsed, alone_seconds
+    cdef PassSums alone
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
@@ -1179,6 +1293,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         threaded = kept != NULL
         if threaded:
             synced = &owned
+            timed = not owned.blocks      # (the block pass stays reproducible: untimed)
+            _clock_init(&clock)
         else:
             _owned_free(&owned)
     for i in range(P.n):
@@ -1222,10 +1338,26 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         relax = opt.relaxation if relaxes and epoch > opt.relax_after else 1.0
-        if threaded and _epoch_threads(data, indices, indptr, P, opt, relax, &owned, epoch):
+        how = CLOCK_SERIAL if not threaded else (_clock_next(&clock) if timed
+                                                 else CLOCK_THREADS)
+        started = DS_WTIME()
+        ran = PASS_NONE if how == CLOCK_SERIAL else _epoch_threads(
+            data, indices, indptr, P, opt, relax, &owned, epoch,
+            <Py_ssize_t>(CLOCK_PREFIX * P.n_active) if how == CLOCK_SPLIT else 0,
+            &alone, &alone_seconds)
+        if ran == PASS_THREADS:
             res.threaded_epochs += 1
-        else:
+        elif ran == PASS_NONE:
             _epoch(data, indices, indptr, P, opt, relax)
+        if timed and threaded:
+            elapsed = DS_WTIME() - started
+            if ran == PASS_NONE:
+                clock.serial = _rate(elapsed, P.pass_cost)
+            else:
+                if alone.cost > 0.0:        # the split pass's serial prefix
+                    clock.serial = _rate(alone_seconds, alone.cost)
+                if ran == PASS_THREADS:
+                    clock.threaded = _rate(elapsed - alone_seconds, P.pass_cost - alone.cost)
         estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
                                      target, &predicted)

@@ -137,9 +137,10 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
         problem: the exact checks in threads, and on nearly orthogonal rows (TF-IDF text)
         the passes too: on wide rows each thread writes its own range of features (the
-        iterates then depend on timing and the certificate is the guarantee); where many
-        rows share each feature and w is small, in blocks (CoCoA+ in threads, where the
-        loss's curvature dominates a step's: bit for bit reproducible).
+        iterates then depend on timing and the certificate is the guarantee; these passes
+        are timed against one thread's and give way to it where they are not faster);
+        where many rows share each feature and w is small, in blocks (CoCoA+ in threads,
+        where the loss's curvature dominates a step's: bit for bit reproducible).
         ``params["threaded_epochs"]`` counts those passes.
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
