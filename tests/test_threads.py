@@ -63,6 +63,16 @@ def test_omp_num_threads_caps_n_jobs(tmp_path):
     assert _child(code, tmp_path, OMP_NUM_THREADS="1") == ["1", "1"]
 
 
+def test_core_round_trip_needs_two_threads(tmp_path):
+    """The benchmarks' core-to-core round trip: a positive time with two threads, NaN (not
+    a hang) when OpenMP gives a team of one."""
+    _two_threads()
+    trip = parallel.core_round_trip(2000)
+    assert np.isfinite(trip) and trip > 0.0
+    code = "from dualsolve._core import parallel; print(parallel.core_round_trip(2000))"
+    assert _child(code, tmp_path, OMP_THREAD_LIMIT="1") == ["nan"]
+
+
 def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     """OMP_THREAD_LIMIT=1 leaves n_jobs=2 a team of one thread (as a build without OpenMP
     or a nested region does): the exact gap check must still sum every slice of the rows,
@@ -77,6 +87,23 @@ def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2)
     assert m.stop_reason == "converged"
     assert out == ["converged", str(m.n_epochs), hashlib.md5(m.coef.tobytes()).hexdigest()]
+
+
+def test_a_team_of_one_ends_the_split_pass_alone(tmp_path):
+    """OMP_THREAD_LIMIT=1 with n_jobs=2 on wide rows: each timed pass steps its serial
+    prefix, finds a team of one and ends the pass on the same thread, in the same order, so
+    the model is one thread's bit for bit (logistic: no shrinking to move rows)."""
+    code = ("import hashlib, test_threads as t, dualsolve as ds; "
+            "X, y = t._sparse_problem(4000, 200_000); "
+            "m = ds.train_sdca(X, y, tol=1e-10, n_jobs=2); "
+            "print(m.stop_reason, m.n_epochs, m.params['threaded_epochs'], "
+            "hashlib.md5(m.coef.tobytes()).hexdigest())")
+    out = _child(code, tmp_path, OMP_THREAD_LIMIT="1")
+    import hashlib
+    X, y = _sparse_problem(4000, 200_000)
+    m = ds.train_sdca(X, y, tol=1e-10)
+    assert m.stop_reason == "converged"
+    assert out == ["converged", str(m.n_epochs), "0", hashlib.md5(m.coef.tobytes()).hexdigest()]
 
 
 def test_threadpoolctl_limit_caps_n_jobs():
