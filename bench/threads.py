@@ -118,11 +118,14 @@ def main(argv=None):
     ap.add_argument("--multicore", default=os.environ.get("LIBLINEAR_MULTICORE"),
                     help="directory holding liblinear-multicore (pip install --target DIR "
                          "liblinear-multicore); default $LIBLINEAR_MULTICORE")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="--vs-liblinear: the BLAS pool's threads during the rounds (its "
+                         "spinning workers slow a threaded solve's start; 0: left alone)")
     args = ap.parse_args(argv)
     if args.vs_liblinear:
         import threads_liblinear
         threads_liblinear.main(args.data or ["news20", "imdb"], args.rounds, args.multicore,
-                               args.json)
+                               args.json, args.blas_threads)
         return
     out = []
     for name, loss, tol in RUNS:

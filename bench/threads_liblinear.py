@@ -17,7 +17,15 @@ primal suboptimality ``(P - P*)/P* <= 1e-8`` (logistic) or ``1e-6`` (squared hin
 P* is the dual value of a ``train_sdca`` solve at ``tol = 1e-13`` (a lower bound, the gap
 checked under 1e-11 relative), so every suboptimality is an upper bound on the true one.
 Rounds alternate the order; medians and ranges; the ratio is ours(n_jobs=2) / theirs.
+Each round first measures the core-to-core round trip (``core_round_trip``, after a
+pause): what the feature-owned pass gains follows it (docs/benchmarks.md, "Threads").
+The bench's own checks (the primal objective in NumPy) call a threaded BLAS, whose idle
+workers then spin for a few milliseconds on the second core, slowing the start of the
+next threaded solve; so the BLAS pool is held to ``blas_threads`` threads (1 unless
+``--blas-threads`` says otherwise, 0 leaves it alone; threadpoolctl, which scikit-learn
+brings).
 """
+import contextlib
 import json
 import time
 
@@ -29,6 +37,7 @@ import peers
 import report
 
 import dualsolve as ds
+from dualsolve._core.parallel import core_round_trip
 
 TARGETS = {"logistic": 1e-8, "squared_hinge": 1e-6}
 LL_DUAL = {"logistic": 7, "squared_hinge": 1}
@@ -89,7 +98,10 @@ def one(data, loss, rounds, multicore):
     else:
         out["multicore"] = "not installed (LIBLINEAR_MULTICORE / --multicore)"
     ours = {1: dict(seconds=[], subopt=[]), 2: dict(seconds=[], subopt=[])}
+    out["round_trip_ns"] = []
     for r in range(rounds):
+        time.sleep(0.3)     # the placement, not what the last BLAS call left spinning
+        out["round_trip_ns"].append(core_round_trip())
         steps = ["ours2", "ours1", "official", "multicore"]
         for step in (steps if r % 2 == 0 else steps[::-1]):
             if step.startswith("ours"):
@@ -99,6 +111,7 @@ def one(data, loss, rounds, multicore):
                 ours[k]["subopt"].append(sub)
                 ours[k]["epochs"] = int(m.n_epochs)
                 ours[k]["converged"] = bool(m.converged)
+                ours[k]["threaded_epochs"] = int(m.params.get("threaded_epochs", 0))
             elif step == "official" and eps_ll is not None:
                 dt, sub = _official(X, y, lam, loss, pstar, eps_ll)
                 out["official"]["seconds"].append(dt)
@@ -121,7 +134,9 @@ def _line(r):
     o2, o1 = r["ours"][2], r["ours"][1]
     parts = [f"{r['data']} {r['loss']} (target {r['target']:g}): ours n_jobs=2 "
              f"{np.median(o2['seconds']):.3f} s (max subopt {max(o2['subopt']):.1e}, "
-             f"{o2['epochs']} epochs), n_jobs=1 {np.median(o1['seconds']):.3f} s"]
+             f"{o2['epochs']} epochs, {o2['threaded_epochs']} threaded), n_jobs=1 "
+             f"{np.median(o1['seconds']):.3f} s; core round trip "
+             f"{np.median(r['round_trip_ns']):.0f} ns"]
     for key, v in r.items():
         if key in ("official",) or key.startswith("multicore -s"):
             if v.get("ratio"):
@@ -137,11 +152,24 @@ def _line(r):
     return "; ".join(parts)
 
 
-def main(data, rounds, multicore, json_path):
+def _blas_limit(blas_threads):
+    if not blas_threads:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        print("threadpoolctl not installed: the BLAS pool is left alone")
+        return contextlib.nullcontext()
+    return threadpool_limits(blas_threads, user_api="blas")
+
+
+def main(data, rounds, multicore, json_path, blas_threads=1):
     results = []
     for d in data:
         for loss in TARGETS:
-            r = one(d, loss, rounds, multicore)
+            with _blas_limit(blas_threads):
+                r = one(d, loss, rounds, multicore)
+            r["blas_threads"] = blas_threads
             results.append(r)
             print(_line(r), flush=True)
             if json_path:

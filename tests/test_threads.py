@@ -89,9 +89,9 @@ def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     assert out == ["converged", str(m.n_epochs), hashlib.md5(m.coef.tobytes()).hexdigest()]
 
 
-def test_a_team_of_one_ends_the_split_pass_alone(tmp_path):
-    """OMP_THREAD_LIMIT=1 with n_jobs=2 on wide rows: each timed pass steps its serial
-    prefix, finds a team of one and ends the pass on the same thread, in the same order, so
+def test_a_team_of_one_ends_the_probing_pass_alone(tmp_path):
+    """OMP_THREAD_LIMIT=1 with n_jobs=2 on wide rows: each pass probes, steps its serial
+    share, finds a team of one and ends the pass on the same thread, in the same order, so
     the model is one thread's bit for bit (logistic: no shrinking to move rows)."""
     code = ("import hashlib, test_threads as t, dualsolve as ds; "
             "X, y = t._sparse_problem(4000, 200_000); "
@@ -312,16 +312,17 @@ def test_threaded_resync_is_the_serial_one():
 
 def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
     """The feature-owned pass is timed against one thread's (its gain depends on how far
-    apart the cores are): the first pass steps an eighth of its rows on one thread and the
-    rest in threads, then the faster goes on, and a split pass tries the threads again
-    after 8, 16, ... serial passes. Made to lose every comparison, a 16-pass solve runs
-    passes 1 and 11 in threads; made to win them, all 16; both still reach the certified
-    optimum of one thread."""
+    apart the cores are): a probing pass steps an eighth of its rows on one thread, the
+    next eighth in threads, and the rest the faster way; the first pass probes, and while
+    the threads lose a pass probes again after 1, 2, 4, ... serial ones. Made to lose every
+    comparison, a 16-pass solve probes at passes 1, 3, 6 and 11 (each partly threaded);
+    made to win them, all 16 run in threads; both still reach the certified optimum of
+    one thread."""
     _two_threads()
     X, y = _sparse_problem(4000, 200_000)
     budget = dict(tol=0.0, max_epochs=16, shrinking=False)
     threads_pay(0.0)
-    assert ds.train_sdca(X, y, n_jobs=2, **budget).params["threaded_epochs"] == 2
+    assert ds.train_sdca(X, y, n_jobs=2, **budget).params["threaded_epochs"] == 4
     losing = ds.train_sdca(X, y, tol=1e-9, n_jobs=2)
     threads_pay(1e300)
     assert ds.train_sdca(X, y, n_jobs=2, **budget).params["threaded_epochs"] == 16
@@ -331,6 +332,14 @@ def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
     for m in (losing, winning):
         assert m.converged and m.params["threaded_epochs"] > 0
         assert abs(m.history["primal"][-1] - P1) <= 1e-9 * P1
+    # a probe that sheds rows: the squared hinge shrinks, and the three parts of a probing
+    # pass hand the active set on (every row stepped once a pass, none lost)
+    threads_pay(0.0)
+    hinge = ds.train_sdca(X, y, loss="squared_hinge", tol=1e-9, n_jobs=2)
+    ref = ds.train_sdca(X, y, loss="squared_hinge", tol=1e-9)
+    assert hinge.converged and hinge.params["threaded_epochs"] > 0
+    assert abs(hinge.history["primal"][-1] - ref.history["primal"][-1]) <= (
+        1e-9 * ref.history["primal"][-1])
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])

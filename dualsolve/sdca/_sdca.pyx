@@ -960,41 +960,105 @@ cdef inline void _resync_with(const floating* data, const index_t* indices,
         _resync_owned(data, indices, indptr, P, O)
 
 
+# The feature-owned pass moves cache lines between cores all the time (the rings, w's
+# entries one thread writes and the other reads, the rows' segments the receiver reads
+# again), so what it gains depends on how far apart the two cores are, and on whether
+# anything else runs on the second one: on this project's shared 2-core host, news20's
+# pass 1.3-1.6x faster than one thread when a core-to-core round trip took ~50 ns, 2x
+# slower when it took ~400 ns, and slower for the few milliseconds after a threaded BLAS
+# call (its idle workers spin) (docs/benchmarks.md, "Threads"). So these passes are timed.
+# A probing pass steps CLOCK_SHARE of its shuffled rows on one thread, the next
+# CLOCK_SHARE in threads, and the rest in threads if their time per unit of work was under
+# THREADS_PAY of one thread's, else on one thread. The first pass probes; while the threads
+# pay, the passes run in threads (each one timed against the last probe's serial rate);
+# otherwise serial passes run and a pass probes again after 1, 2, 4, 8, ... of them (the
+# placement changes within minutes: a long solve follows it).
+cdef double THREADS_PAY = 0.95
+cdef double CLOCK_SHARE = 0.125
+
+
+def _threads_pay(pay=None):
+    """THREADS_PAY; a number sets it (tests: 1e300 keeps the threads whatever the clock
+    says, 0 gives them up after each probe). Returns the value before the call."""
+    global THREADS_PAY
+    old = THREADS_PAY
+    if pay is not None:
+        THREADS_PAY = float(pay)
+    return old
+
+
+ctypedef struct PassClock:
+    double threaded         # seconds per unit of work (pass_cost), the threads' last (NAN:
+    double serial           # none yet), and one thread's at the last probe
+    Py_ssize_t streak       # serial passes since the threads last ran
+    Py_ssize_t wait         # serial passes before a pass probes again
+
+
+cdef inline void _clock_init(PassClock* C) noexcept nogil:
+    C.threaded, C.serial = NAN, NAN
+    C.streak, C.wait = 0, 1
+
+
+cdef inline bint _clock_pays(const PassClock* C) noexcept nogil:
+    return C.threaded < THREADS_PAY * C.serial
+
+
+cdef inline double _rate(double seconds, double cost) noexcept nogil:
+    return seconds / cost if cost > 0.0 and seconds > 0.0 else NAN
+
+
+cdef enum:
+    CLOCK_THREADS = 0       # a threaded pass
+    CLOCK_PROBE = 1         # a probing pass (both rates measured, the rest by the verdict)
+    CLOCK_SERIAL = 2        # a serial pass
+
+
+cdef inline int _clock_next(PassClock* C) noexcept nogil:
+    """How the next pass runs (see THREADS_PAY)."""
+    if C.threaded != C.threaded or C.serial != C.serial:
+        return CLOCK_PROBE
+    if _clock_pays(C):
+        C.streak = 0
+        return CLOCK_THREADS
+    C.streak += 1
+    if C.streak > C.wait:
+        C.streak = 0
+        C.wait *= 2
+        return CLOCK_PROBE
+    return CLOCK_SERIAL
+
+
 cdef enum:
     PASS_NONE = 0       # _epoch_threads did nothing: the pass is one thread's (_epoch)
-    PASS_THREADS = 1    # the pass ran in threads (after its serial prefix, if any)
-    PASS_SERIAL = 2     # the team came out smaller after the prefix: one thread ended it
+    PASS_THREADS = 1    # the pass ran in threads, or partly (a probe)
+    PASS_SERIAL = 2     # the team came out smaller after a probe's serial steps: one
+                        # thread ended the pass
 
 
-cdef int _epoch_threads(const floating* data, const index_t* indices, const index_t* indptr,
-                         SdcaProblem* P, const SdcaOptions* opt, double relax,
-                         OwnedPass* O, Py_ssize_t epoch, Py_ssize_t serial,
-                         PassSums* alone, double* alone_seconds) noexcept nogil:
-    """Pass ``epoch`` in O.threads threads, feature-owned or in blocks (O.blocks);
-    PASS_NONE (nothing done: the pass is left to one thread) when the team came out
-    smaller, or when shrinking has cut a block pass's work (the last pass's) below what its
-    copies cost.
-    ``serial`` > 0 (feature-owned only): the first ``serial`` rows of the shuffled active
-    set are stepped on this thread first, their sums in ``alone`` and their wall time in
-    ``alone_seconds`` (the clock's comparison, PassClock)."""
+cdef void _sums_add(PassSums* S, const PassSums* T) noexcept nogil:
+    S.pass_gap += T.pass_gap
+    S.shrunk_gap += T.shrunk_gap
+    S.cost += T.cost
+    S.pg_max = max(S.pg_max, T.pg_max)
+    S.pg_min = min(S.pg_min, T.pg_min)
+    S.drift += T.drift
+    S.visits += T.visits
+    S.sampled += T.sampled
+
+
+cdef Py_ssize_t _threads_segment(const floating* data, const index_t* indices,
+                                 const index_t* indptr, SdcaProblem* P,
+                                 const SdcaOptions* opt, double relax, OwnedPass* O,
+                                 Py_ssize_t first, Py_ssize_t end, Py_ssize_t n_active,
+                                 int rounds, PassSums* S) noexcept nogil:
+    """Positions [first, end) of the shuffled active set [0, n_active) stepped in threads
+    (feature-owned, or in blocks with ``rounds`` merges), their sums added to S. Then the
+    rows it kept active are moved to [first, first + kept), the rows not yet stepped
+    ([end, n_active)) right after them, and the rows it shrunk after those (the ones shrunk
+    before stay past n_active): the state a serial pass stopped at first + kept would be
+    in. Returns kept, or -1 (nothing done) when the team came out smaller."""
     cdef int T = O.threads, t
-    cdef int rounds = 0 if not O.blocks else _block_rounds(
-        P, indptr[P.n_rows] if epoch == 1 else P.pass_cost, T)
-    cdef Py_ssize_t n_active = P.n_active, lo, hi, m = 0, pos, first = 0
-    cdef PassSums S
-    cdef double started
-    if O.blocks and rounds < 1:
-        return PASS_NONE
-    _sums_init(alone)
-    alone_seconds[0] = 0.0
-    if serial > 0 and not O.blocks:
-        # the prefix's shrunk rows go to the end of the active set, as in _epoch
-        started = DS_WTIME()
-        n_active = _epoch_steps(data, indices, indptr, P, opt, relax, 0, serial, alone)
-        first = min(serial, n_active)
-        alone_seconds[0] = DS_WTIME() - started
-    else:
-        rng_shuffle(&P.rng, P.index, n_active)
+    cdef Py_ssize_t lo, hi, m = 0, pos, kept = 0, shrunk
     if not O.blocks:
         for t in range(T * T):
             spsc_reset(&O.ring[t])
@@ -1006,46 +1070,86 @@ cdef int _epoch_threads(const floating* data, const index_t* indices, const inde
         if DS_TEAM_SIZE() != T:
             O.failed = 1         # no thread has started: the others do the same
         elif O.blocks:
-            _block_share(data, indices, indptr, P, opt, relax, O, t, n_active, rounds)
+            _block_share(data, indices, indptr, P, opt, relax, O, t, end, rounds)
         else:
-            _owned_share(data, indices, indptr, P, opt, relax, O, t, first, n_active)
+            _owned_share(data, indices, indptr, P, opt, relax, O, t, first, end)
     if O.failed:
-        if first == 0:
-            return PASS_NONE
-        # the team came out smaller after the serial prefix: this thread ends the pass
-        _pass_end(P, alone, _epoch_steps(data, indices, indptr, P, opt, relax, first,
-                                         n_active, alone))
-        return PASS_SERIAL
-    S = alone[0]
+        return -1
     for t in range(T):
-        S.pass_gap += O.sums[t].pass_gap
-        S.shrunk_gap += O.sums[t].shrunk_gap
-        S.cost += O.sums[t].cost
-        S.pg_max = max(S.pg_max, O.sums[t].pg_max)
-        S.pg_min = min(S.pg_min, O.sums[t].pg_min)
-        S.drift += O.sums[t].drift
-        S.visits += O.sums[t].visits
-        S.sampled += O.sums[t].sampled
-    # the active set in one piece again: the serial prefix's rows, each slice's active
-    # rows, then the rows shrunk this pass (the prefix's already lie past n_active; the
-    # ones shrunk before stay where they are)
+        _sums_add(S, &O.sums[t])
+        kept += O.active[t]
+    # each slice's active rows, the rows not yet stepped, the rows shrunk in the slices
     for t in range(T):
-        lo = _slice_at(first, n_active, t, T)
+        lo = _slice_at(first, end, t, T)
         for pos in range(lo, lo + O.active[t]):
             O.buf[m] = P.index[pos]
             m += 1
+    for pos in range(end, n_active):
+        O.buf[m] = P.index[pos]
+        m += 1
     for t in range(T):
-        lo, hi = _slice_at(first, n_active, t, T), _slice_at(first, n_active, t + 1, T)
+        lo, hi = _slice_at(first, end, t, T), _slice_at(first, end, t + 1, T)
         for pos in range(lo + O.active[t], hi):
             O.buf[m] = P.index[pos]
             m += 1
     memcpy(P.index + first, O.buf, (n_active - first) * sizeof(Py_ssize_t))
-    m = first
-    for t in range(T):
-        m += O.active[t]
-    P.drift += S.drift      # (the prefix's steps are in P.drift already, not in its sums)
-    _pass_end(P, &S, m)
-    return PASS_THREADS
+    return kept
+
+
+cdef int _epoch_threads(const floating* data, const index_t* indices, const index_t* indptr,
+                        SdcaProblem* P, const SdcaOptions* opt, double relax,
+                        OwnedPass* O, Py_ssize_t epoch, PassClock* clock) noexcept nogil:
+    """Pass ``epoch`` in O.threads threads, feature-owned or in blocks (O.blocks);
+    PASS_NONE (nothing done: the pass is left to one thread) when the team came out
+    smaller, or when shrinking has cut a block pass's work (the last pass's) below what its
+    copies cost. ``clock`` not NULL (feature-owned only): a probing pass (see THREADS_PAY),
+    its rates recorded there."""
+    cdef int rounds = 0 if not O.blocks else _block_rounds(
+        P, indptr[P.n_rows] if epoch == 1 else P.pass_cost, O.threads)
+    cdef Py_ssize_t n_active = P.n_active, first = 0, end, kept, share
+    cdef PassSums S
+    cdef double started, cost
+    if O.blocks and rounds < 1:
+        return PASS_NONE
+    _sums_init(&S)
+    if clock == NULL:
+        rng_shuffle(&P.rng, P.index, n_active)
+        kept = _threads_segment(data, indices, indptr, P, opt, relax, O, 0, n_active,
+                                n_active, rounds, &S)
+        if kept < 0:
+            return PASS_NONE
+        P.drift += S.drift
+        _pass_end(P, &S, kept)
+        return PASS_THREADS
+    # a probe: one thread's steps (P.drift gets their rounding), the threads', the rest
+    clock.threaded = NAN
+    share = max(<Py_ssize_t>(CLOCK_SHARE * n_active), 1)
+    started = DS_WTIME()
+    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, 0, share, &S)
+    clock.serial = _rate(DS_WTIME() - started, S.cost)
+    first = min(share, n_active)
+    end = min(first + share, n_active)
+    cost = S.cost
+    started = DS_WTIME()
+    kept = _threads_segment(data, indices, indptr, P, opt, relax, O, first, end, n_active, 0,
+                            &S)
+    if kept >= 0:
+        clock.threaded = _rate(DS_WTIME() - started, S.cost - cost)
+        n_active -= end - first - kept
+        first += kept
+        if _clock_pays(clock):
+            kept = _threads_segment(data, indices, indptr, P, opt, relax, O, first, n_active,
+                                    n_active, 0, &S)
+            if kept >= 0:
+                P.drift += S.drift
+                _pass_end(P, &S, first + kept)
+                return PASS_THREADS
+    # one thread ends the pass: the threads lost, or the team came out smaller (then
+    # their rate stays unknown and the next pass probes again)
+    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, first, n_active, &S)
+    P.drift += S.drift
+    _pass_end(P, &S, n_active)
+    return PASS_THREADS if clock.threaded == clock.threaded else PASS_SERIAL
 
 
 # ---------------------------------------------------------------------------------------
@@ -1190,68 +1294,6 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
     O.sums[t].drift = drift if track else INFINITY
 
 
-# The feature-owned pass moves cache lines between cores all the time (the rings, w's
-# entries one thread writes and the other reads, the rows' segments the receiver reads
-# again), so what it gains depends on how far apart the two cores are: on this project's
-# shared 2-core host, news20's pass 1.3-1.6x faster than one thread when a core-to-core
-# round trip took ~50 ns, 2x slower when it took ~400 ns (docs/benchmarks.md, "Threads").
-# So its passes are timed: the first steps its first CLOCK_PREFIX of rows on one thread,
-# then the rest in threads, and the threads go on while their time per unit of work is
-# under THREADS_PAY of one thread's; otherwise one thread runs, and after 8, 16, 32, ...
-# serial passes a pass is split again (the placement can change within minutes: a long
-# solve follows it; a short one pays for one pass at most).
-cdef double THREADS_PAY = 0.95
-cdef Py_ssize_t THREADS_RETRY = 8
-cdef double CLOCK_PREFIX = 0.125
-
-
-def _threads_pay(pay=None):
-    """THREADS_PAY; a number sets it (tests: 1e300 keeps the threads whatever the clock
-    says, 0 gives them up after each try). Returns the value before the call."""
-    global THREADS_PAY
-    old = THREADS_PAY
-    if pay is not None:
-        THREADS_PAY = float(pay)
-    return old
-
-
-cdef enum:
-    CLOCK_THREADS = 0       # a threaded pass
-    CLOCK_SPLIT = 1         # a threaded pass after a serial prefix: both rates measured
-    CLOCK_SERIAL = 2        # a serial pass
-
-
-ctypedef struct PassClock:
-    double threaded         # seconds per unit of work (pass_cost), the last threads' (NAN:
-    double serial           # none yet), and one thread's
-    Py_ssize_t streak       # serial passes since the threads last ran
-    Py_ssize_t wait         # serial passes before a split pass tries them again
-
-
-cdef inline void _clock_init(PassClock* C) noexcept nogil:
-    C.threaded, C.serial = NAN, NAN
-    C.streak, C.wait = 0, THREADS_RETRY
-
-
-cdef inline int _clock_next(PassClock* C) noexcept nogil:
-    """How the next pass runs (see THREADS_PAY)."""
-    if C.threaded != C.threaded or C.serial != C.serial:
-        return CLOCK_SPLIT
-    if C.threaded < THREADS_PAY * C.serial:
-        C.streak = 0
-        return CLOCK_THREADS
-    C.streak += 1
-    if C.streak > C.wait:
-        C.streak = 0
-        C.wait *= 2
-        return CLOCK_SPLIT
-    return CLOCK_SERIAL
-
-
-cdef inline double _rate(double seconds, double cost) noexcept nogil:
-    return seconds / cost if cost > 0.0 and seconds > 0.0 else NAN
-
-
 cdef int sdca_run(const floating* data, const index_t* indices, const index_t* indptr,
                   SdcaProblem* P, const SdcaOptions* opt, SdcaResult* res,
                   epoch_hook hook, void* ctx) noexcept nogil:
@@ -1276,8 +1318,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef PassClock clock             # the feature-owned pass: threads only where they pay
     cdef bint timed = False
     cdef int how, ran
-    cdef double started, elapsed, alone_seconds
-    cdef PassSums alone
+    cdef double started
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
@@ -1343,21 +1384,14 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         started = DS_WTIME()
         ran = PASS_NONE if how == CLOCK_SERIAL else _epoch_threads(
             data, indices, indptr, P, opt, relax, &owned, epoch,
-            <Py_ssize_t>(CLOCK_PREFIX * P.n_active) if how == CLOCK_SPLIT else 0,
-            &alone, &alone_seconds)
+            &clock if how == CLOCK_PROBE else NULL)
         if ran == PASS_THREADS:
             res.threaded_epochs += 1
         elif ran == PASS_NONE:
             _epoch(data, indices, indptr, P, opt, relax)
-        if timed and threaded:
-            elapsed = DS_WTIME() - started
-            if ran == PASS_NONE:
-                clock.serial = _rate(elapsed, P.pass_cost)
-            else:
-                if alone.cost > 0.0:        # the split pass's serial prefix
-                    clock.serial = _rate(alone_seconds, alone.cost)
-                if ran == PASS_THREADS:
-                    clock.threaded = _rate(elapsed - alone_seconds, P.pass_cost - alone.cost)
+        if how == CLOCK_THREADS and ran == PASS_THREADS and timed:
+            # (against the last probe's serial rate: compared in the same minute)
+            clock.threaded = _rate(DS_WTIME() - started, P.pass_cost)
         estimate = NAN if opt.check_every == 1 else (P.pass_gap + P.shrunk_gap) / P.n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, P.pass_cost,
                                      target, &predicted)
