@@ -222,7 +222,9 @@ def prepare(solver, args):
     for key in solver.params:
         if key not in args:
             raise TypeError(f"{name}: its description lists {key!r} but its signature lacks it")
-    Xc = check_csr(args["X"])
+    common = {k: validate(k, args[k], COMMON[k]) for k in COMMON}
+    n_jobs = effective_n_jobs(common["n_jobs"])
+    Xc = check_csr(args["X"], threads=n_jobs)
     n = Xc.shape[0]
     loss, loss_param = _check_loss(solver, args)
     task = solver.task(loss, args)
@@ -242,7 +244,6 @@ def prepare(solver, args):
         weight = check_weights(args["sample_weight"], args["class_weight"], all_codes, classes, n)
     if task == "soft":                      # soft labels in [-1, 1]: the two classes are its ends
         classes = np.array([-1.0, 1.0])
-    common = {k: validate(k, args[k], COMMON[k]) for k in COMMON}
     options = {k: validate(k, args[k], c) for k, c in solver.params.items()}
     C = args.get("C") if solver.liblinear_c else None
     n_lam = solver.samples(n, options) if solver.samples else n
@@ -251,7 +252,7 @@ def prepare(solver, args):
                 tol=common["tol"], max_epochs=common["max_epochs"],
                 seed=check_seed(common["seed"]), verbose=int(common["verbose"]),
                 callback=common["callback"], warm_start=common["warm_start"], solver=solver,
-                codes=codes, weight=weight, n_jobs=effective_n_jobs(common["n_jobs"]))
+                codes=codes, weight=weight, n_jobs=n_jobs)
     return p, options
 
 

@@ -29,7 +29,7 @@ class CSRInput:
         self.sorted_rows = sorted_rows
 
 
-def check_csr(X, name="X", dtype=None):
+def check_csr(X, name="X", dtype=None, threads=1):
     """Validate ``X`` and return a :class:`CSRInput` sharing memory with it when possible.
 
     The CSR structure is checked before anything reads it (scipy accepts an ``indptr`` that
@@ -46,6 +46,8 @@ def check_csr(X, name="X", dtype=None):
         Argument name used in error messages.
     dtype : None, np.float32 or np.float64
         None keeps float32/float64 data as it is (other dtypes become float64).
+    threads : int
+        Threads for the pass over large matrices (a solve's ``n_jobs``; the same result).
     """
     if sp.issparse(X):
         if X.ndim != 2:
@@ -90,7 +92,7 @@ def check_csr(X, name="X", dtype=None):
         raise ValueError(f"{name} is not a valid CSR matrix: indptr has {indptr.shape[0]} "
                          f"entries for {n} rows (expected {n + 1})")
     from dualsolve._core import csr as _csr
-    code, row, pos, sqnorm, strict = _csr.check_structure(data, indices, indptr, d)
+    code, row, pos, sqnorm, strict = _csr.check_structure(data, indices, indptr, d, threads)
     if code == _csr.STRUCT_OK:
         return CSRInput(data, indices, indptr, (n, d), X, sqnorm, bool(strict))
     if code == _csr.STRUCT_DUPLICATE:
@@ -100,7 +102,7 @@ def check_csr(X, name="X", dtype=None):
                       stacklevel=3)
         X = sp.csr_matrix((data, indices, indptr), shape=(n, d), copy=True)
         X.sum_duplicates()
-        return check_csr(X, name, dtype)
+        return check_csr(X, name, dtype, threads)
     raise ValueError(_structure_message(code, name, row, pos, data, indices, indptr, n, d))
 
 

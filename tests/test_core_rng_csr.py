@@ -147,3 +147,40 @@ def test_check_structure_index_range():
     got = csr.check_structure(np.ones(2), np.array([-1, 1], dtype=np.int32),
                               np.array([0, 1, 2], dtype=np.int32), 3)
     assert got[:3] == (csr.STRUCT_INDEX, 0, 0)
+
+
+def test_check_structure_in_threads_reports_what_one_thread_does():
+    """Large enough to run in threads (2^18 nonzeros and up): the same norms and sortedness,
+    and with findings planted in both halves of the rows, the first by row, as on one
+    thread (whichever half holds it); unsorted rows in the second half only still make the
+    whole matrix unsorted."""
+    X = sp.random(4000, 5000, density=0.02, format="csr", random_state=0)
+    X.data += 0.5
+    assert X.nnz >= 1 << 18
+
+    def both(data, indices, indptr, n_cols=5000):
+        one = csr.check_structure(data, indices, indptr, n_cols, 1)
+        two = csr.check_structure(data, indices, indptr, n_cols, 2)
+        assert one[:3] == two[:3] and one[4] == two[4]
+        if one[0] == csr.STRUCT_OK:
+            np.testing.assert_array_equal(one[3], two[3])
+        return one[:3] + (one[4],)
+
+    assert both(X.data, X.indices, X.indptr) == (csr.STRUCT_OK, -1, -1, True)
+    late, early = 3500, 300
+    for plant in ("nan", "index", "repeat"):
+        data, indices = X.data.copy(), X.indices.copy()
+        for row in (late, early):
+            k = X.indptr[row] + 1
+            if plant == "nan":
+                data[k] = np.nan
+            elif plant == "index":
+                indices[k] = 5000
+            else:
+                indices[k] = indices[k - 1]
+            found = both(data, indices, X.indptr)
+            assert found[1] == row, (plant, found)
+    unsorted = X.indices.copy()
+    k = X.indptr[late]
+    unsorted[k], unsorted[k + 1] = unsorted[k + 1], unsorted[k]
+    assert both(X.data, unsorted, X.indptr) == (csr.STRUCT_OK, -1, -1, False)

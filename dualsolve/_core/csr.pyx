@@ -1,5 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Python access to the row kernels of ``csr.pxd`` (no copy of the matrix)."""
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+
 import numpy as np
 
 from dualsolve._validation import check_csr
@@ -91,20 +94,84 @@ cdef int _sorted_has_repeat(index_t* buf, Py_ssize_t m) noexcept nogil:
     return 0
 
 
-def _structure(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-               Py_ssize_t n_cols, double[::1] sqnorm):
-    """One O(nnz) pass, trusting nothing: indptr first (so that no row range is read before
-    it is known to lie inside the arrays), then per row the column range, NaN/inf, squared
+ctypedef struct Finding:
+    # what a range of rows gave _structure_rows: the first finding in it (code S_*, its
+    # row and position), and whether every row of it strictly increases
+    int code
+    Py_ssize_t row
+    Py_ssize_t pos
+    bint strict
+
+
+cdef void _structure_rows(const floating* data, const index_t* indices,
+                          const index_t* indptr, Py_ssize_t lo, Py_ssize_t hi,
+                          Py_ssize_t n_cols, double* sqnorm, index_t* scratch,
+                          Finding* out) noexcept nogil:
+    """Rows [lo, hi) (indptr already checked): per row the column range, NaN/inf, squared
     norm and repeated columns (only rows whose columns do not strictly increase are sorted,
-    in a scratch copy as long as the longest row). Returns (code, row, position) of the
-    first finding (code STRUCT_*), and whether every row strictly increases."""
-    cdef Py_ssize_t n = indptr.shape[0] - 1, nnz = indices.shape[0]
-    cdef Py_ssize_t i, k, start = 0, end = 0, longest = 0, pos = -1
-    cdef int code = S_OK
-    cdef bint strict = True, row_strict
+    in ``scratch``, as long as the longest row)."""
+    cdef Py_ssize_t i, k, start, end
     cdef double s0, s1
     cdef index_t j
-    cdef index_t[::1] scratch
+    cdef bint row_strict
+    out.code, out.row, out.pos, out.strict = S_OK, -1, -1, True
+    for i in range(lo, hi):
+        start = indptr[i]
+        end = indptr[i + 1]
+        s0 = 0.0
+        s1 = 0.0
+        row_strict = True
+        for k in range(start, end):
+            j = indices[k]
+            if j < 0 or j >= n_cols:
+                out.code, out.pos = S_INDEX, k
+                break
+            if not (data[k] - data[k] == 0.0):
+                out.code, out.pos = S_NONFINITE, k
+                break
+            if k > start and j <= indices[k - 1]:
+                row_strict = False
+            if (k - start) & 1:
+                s1 += <double>data[k] * data[k]
+            else:
+                s0 += <double>data[k] * data[k]
+        if out.code == S_OK:
+            sqnorm[i] = s0 + s1
+            if sqnorm[i] > DBL_MAX:
+                out.code, out.pos = S_OVERFLOW, start
+            elif sqnorm[i] < DBL_MIN:        # a zero row, or squares lost to underflow
+                for k in range(start, end):
+                    if data[k] != 0.0:
+                        out.code, out.pos = S_UNDERFLOW, k
+                        break
+        if out.code == S_OK and not row_strict:
+            out.strict = False
+            for k in range(start, end):
+                scratch[k - start] = indices[k]
+            if _sorted_has_repeat(scratch, end - start):
+                out.code, out.pos = S_DUPLICATE, start
+        if out.code != S_OK:
+            out.row = i
+            return
+
+
+# nonzeros below which the check runs on one thread whatever it is given
+cdef Py_ssize_t STRUCTURE_THREADS_MIN_NNZ = 1 << 18
+
+
+def _structure(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+               Py_ssize_t n_cols, double[::1] sqnorm, int threads=1):
+    """One O(nnz) pass, trusting nothing: indptr first (so that no row range is read before
+    it is known to lie inside the arrays), then the rows (_structure_rows), in ``threads``
+    contiguous ranges when there are enough nonzeros (the first finding by row is the one
+    reported, as on one thread). Returns (code, row, position) of the first finding (code
+    STRUCT_*), and whether every row strictly increases."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, nnz = indices.shape[0]
+    cdef Py_ssize_t i, longest = 0
+    cdef int t, T
+    cdef Finding* found
+    cdef index_t[:, ::1] scratch
+    cdef Finding first
     if n < 0 or indptr[0] != 0 or data.shape[0] != nnz:
         return S_INDPTR, 0, 0, False
     for i in range(n):
@@ -112,54 +179,38 @@ def _structure(const floating[::1] data, const index_t[::1] indices, const index
             return S_INDPTR, i, indptr[i + 1], False
         if indptr[i + 1] - indptr[i] > longest:
             longest = indptr[i + 1] - indptr[i]
-    scratch = np.empty(max(longest, 1), dtype=np.int32 if index_t is int32_t else np.int64)
-    with nogil:
-        for i in range(n):
-            start = indptr[i]
-            end = indptr[i + 1]
-            s0 = 0.0
-            s1 = 0.0
-            row_strict = True
-            for k in range(start, end):
-                j = indices[k]
-                if j < 0 or j >= n_cols:
-                    code, pos = S_INDEX, k
-                    break
-                if not (data[k] - data[k] == 0.0):
-                    code, pos = S_NONFINITE, k
-                    break
-                if k > start and j <= indices[k - 1]:
-                    row_strict = False
-                if (k - start) & 1:
-                    s1 += <double>data[k] * data[k]
-                else:
-                    s0 += <double>data[k] * data[k]
-            if code != S_OK:
+    T = max(1, min(threads, n)) if nnz >= STRUCTURE_THREADS_MIN_NNZ else 1
+    scratch = np.empty((T, max(longest, 1)), dtype=np.int32 if index_t is int32_t else np.int64)
+    found = <Finding*>malloc(T * sizeof(Finding))
+    if found == NULL:
+        raise MemoryError()
+    try:
+        if n == 0:
+            found[0].code, found[0].strict = S_OK, True
+        elif T == 1:
+            with nogil:
+                _structure_rows(&data[0] if nnz else NULL, &indices[0] if nnz else NULL,
+                                &indptr[0], 0, n, n_cols, &sqnorm[0], &scratch[0, 0],
+                                &found[0])
+        else:
+            for t in prange(T, nogil=True, num_threads=T, schedule="static", chunksize=1):
+                _structure_rows(&data[0], &indices[0], &indptr[0], n * t // T,
+                                n * (t + 1) // T, n_cols, &sqnorm[0], &scratch[t, 0],
+                                &found[t])
+        first.code, first.strict = S_OK, True
+        for t in range(T):          # the ranges in row order: the first finding wins
+            first.strict = first.strict and found[t].strict
+            if found[t].code != S_OK:
+                first = found[t]
                 break
-            sqnorm[i] = s0 + s1
-            if sqnorm[i] > DBL_MAX:
-                code, pos = S_OVERFLOW, start
-                break
-            if sqnorm[i] < DBL_MIN:          # a zero row, or squares lost to underflow
-                for k in range(start, end):
-                    if data[k] != 0.0:
-                        code, pos = S_UNDERFLOW, k
-                        break
-                if code != S_OK:
-                    break
-            if not row_strict:
-                strict = False
-                for k in range(start, end):
-                    scratch[k - start] = indices[k]
-                if _sorted_has_repeat(&scratch[0], end - start):
-                    code, pos = S_DUPLICATE, start
-                    break
-    if code != S_OK:
-        return code, i, pos, False
-    return S_OK, -1, -1, strict
+    finally:
+        free(found)
+    if first.code != S_OK:
+        return first.code, first.row, first.pos, False
+    return S_OK, -1, -1, first.strict
 
 
-def check_structure(data, indices, indptr, Py_ssize_t n_cols):
+def check_structure(data, indices, indptr, Py_ssize_t n_cols, int threads=1):
     """Validate the CSR arrays of an (indptr.size - 1) x n_cols matrix in one pass with no
     O(n_cols) memory: ``(code, row, position, sqnorm, strictly_sorted)`` where code is one of
     STRUCT_OK, STRUCT_INDPTR (indptr not starting at 0, decreasing, or past nnz; or data and
@@ -168,9 +219,10 @@ def check_structure(data, indices, indptr, Py_ssize_t n_cols):
     STRUCT_OVERFLOW / STRUCT_UNDERFLOW (a row whose squared norm overflows, or has nonzero
     entries but is below the smallest normal double); row and position locate the first
     finding. ``sqnorm`` holds the squared row norms when code is
-    STRUCT_OK. ``indices`` and ``indptr`` must have the same dtype (int32 or int64)."""
+    STRUCT_OK. ``indices`` and ``indptr`` must have the same dtype (int32 or int64).
+    ``threads`` > 1: the rows in that many threads (large matrices; the same result)."""
     sqnorm = np.empty(max(indptr.shape[0] - 1, 0))
     if indptr.shape[0] == 0:
         return STRUCT_INDPTR, 0, 0, sqnorm, False
-    code, row, pos, strict = _structure(data, indices, indptr, n_cols, sqnorm)
+    code, row, pos, strict = _structure(data, indices, indptr, n_cols, sqnorm, threads)
     return code, row, pos, sqnorm, strict
