@@ -18,7 +18,7 @@ certificate for the incremental w as it stands, without recomputing w from alpha
 the drift is not tracked (mixed points) or its slack alone keeps a check from certifying,
 w is recomputed from alpha and the gap re-checked before stopping.
 """
-from cython.parallel cimport parallel, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
@@ -767,8 +767,9 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
     if not _feature_ranges(indices, indptr, P, threads, O.first):
         _owned_free(O)
         return False
-    # each row's entries split at those features
-    for p in range(n):
+    # each row's entries split at those features (a binary search a row and cut: in the
+    # threads, a cache miss or more each)
+    for p in prange(n, num_threads=threads, schedule="static"):
         for t in range(1, threads):
             O.cut[p * (threads - 1) + t - 1] = indptr[p] + sorted_row_find(
                 indices + indptr[p], indptr[p + 1] - indptr[p], O.first[t])
