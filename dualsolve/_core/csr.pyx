@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Python access to the row kernels of ``csr.pxd`` (no copy of the matrix)."""
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -163,12 +163,13 @@ def _structure(const floating[::1] data, const index_t[::1] indices, const index
                Py_ssize_t n_cols, double[::1] sqnorm, int threads=1):
     """One O(nnz) pass, trusting nothing: indptr first (so that no row range is read before
     it is known to lie inside the arrays), then the rows (_structure_rows), in ``threads``
-    contiguous ranges when there are enough nonzeros (the first finding by row is the one
-    reported, as on one thread). Returns (code, row, position) of the first finding (code
+    threads when there are enough nonzeros, by blocks of rows (the first finding by row is
+    the one reported, as on one thread). Returns (code, row, position) of the first finding (code
     STRUCT_*), and whether every row strictly increases."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, nnz = indices.shape[0]
     cdef Py_ssize_t i, longest = 0
-    cdef int t, T
+    cdef Py_ssize_t t, B
+    cdef int T
     cdef Finding* found
     cdef index_t[:, ::1] scratch
     cdef Finding first
@@ -180,8 +181,9 @@ def _structure(const floating[::1] data, const index_t[::1] indices, const index
         if indptr[i + 1] - indptr[i] > longest:
             longest = indptr[i + 1] - indptr[i]
     T = max(1, min(threads, n)) if nnz >= STRUCTURE_THREADS_MIN_NNZ else 1
+    B = 1 if T == 1 else min(8 * T, n)  # blocks of rows, taken as the threads come free
     scratch = np.empty((T, max(longest, 1)), dtype=np.int32 if index_t is int32_t else np.int64)
-    found = <Finding*>malloc(T * sizeof(Finding))
+    found = <Finding*>malloc(B * sizeof(Finding))
     if found == NULL:
         raise MemoryError()
     try:
@@ -193,12 +195,12 @@ def _structure(const floating[::1] data, const index_t[::1] indices, const index
                                 &indptr[0], 0, n, n_cols, &sqnorm[0], &scratch[0, 0],
                                 &found[0])
         else:
-            for t in prange(T, nogil=True, num_threads=T, schedule="static", chunksize=1):
-                _structure_rows(&data[0], &indices[0], &indptr[0], n * t // T,
-                                n * (t + 1) // T, n_cols, &sqnorm[0], &scratch[t, 0],
-                                &found[t])
+            for t in prange(B, nogil=True, num_threads=T, schedule="dynamic"):
+                _structure_rows(&data[0], &indices[0], &indptr[0], n * t // B,
+                                n * (t + 1) // B, n_cols, &sqnorm[0],
+                                &scratch[threadid(), 0], &found[t])
         first.code, first.strict = S_OK, True
-        for t in range(T):          # the ranges in row order: the first finding wins
+        for t in range(B):          # the blocks in row order: the first finding wins
             first.strict = first.strict and found[t].strict
             if found[t].code != S_OK:
                 first = found[t]

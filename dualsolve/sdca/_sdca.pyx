@@ -212,35 +212,35 @@ cdef double _dual_value(SdcaProblem* P) noexcept nogil:
     return -ksum_value(&cs) / P.n - 0.5 * P.lam * ksum_value(&ws)
 
 
+# slices of the rows per thread in a threaded check (taken as the threads come free)
+cdef Py_ssize_t CHECK_SLICES = 8
+
+
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
                  SdcaProblem* P, double* primal, double* dual, double* gap,
                  int threads) noexcept nogil:
     """Exact primal, dual and gap with every score recomputed; re-activate shrunk violators.
-    With threads, the rows are cut into ``threads`` slices, each summed on its own and the
-    slices' sums added in order (the same result for the same count). A team smaller than
-    asked (a build without OpenMP, a nested region) takes the slices in turn: every slice
-    is summed whatever the team."""
+    With threads, the rows are cut into CHECK_SLICES slices per thread, which the threads
+    take as they come free (a thread that another process slows down holds up the check by
+    one slice, not by half of it), each summed on its own, and the slices' sums added in
+    order: the same result for the same count, whichever thread took which slice, and
+    whatever the team (a build without OpenMP or a nested region gives a smaller one)."""
     cdef Py_ssize_t i, pos, t, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double loss_sum, conj_sum, wn, lo, hi, G, a
     cdef KahanSum ls = ksum_new(), cs = ksum_new(), ws = ksum_new()
     cdef KahanSum* parts = NULL
-    cdef int tid, team, s
+    cdef Py_ssize_t s, slices = CHECK_SLICES * threads
     if threads > 1:
-        parts = <KahanSum*>malloc(2 * threads * sizeof(KahanSum))
+        parts = <KahanSum*>malloc(2 * slices * sizeof(KahanSum))
     if parts == NULL:
         _check_rows(data, indices, indptr, P, 0, P.n, &ls, &cs)
     else:
-        with parallel(num_threads=threads):
-            tid = threadid()
-            team = DS_TEAM_SIZE()
-            s = tid
-            while s < threads:
-                parts[2 * s] = ksum_new()
-                parts[2 * s + 1] = ksum_new()
-                _check_rows(data, indices, indptr, P, P.n * s // threads,
-                            P.n * (s + 1) // threads, &parts[2 * s], &parts[2 * s + 1])
-                s = s + team
-        for t in range(threads):
+        for s in prange(slices, num_threads=threads, schedule="dynamic"):
+            parts[2 * s] = ksum_new()
+            parts[2 * s + 1] = ksum_new()
+            _check_rows(data, indices, indptr, P, P.n * s // slices, P.n * (s + 1) // slices,
+                        &parts[2 * s], &parts[2 * s + 1])
+        for t in range(slices):
             ksum_add(&ls, ksum_value(&parts[2 * t]))
             ksum_add(&cs, ksum_value(&parts[2 * t + 1]))
         free(parts)
@@ -445,18 +445,19 @@ cdef void _epoch(const floating* data, const index_t* indices, const index_t* in
     exact steps over-relaxed by that factor (SdcaOptions.relaxation)."""
     cdef PassSums S
     _sums_init(&S)
-    _pass_end(P, &S, _epoch_steps(data, indices, indptr, P, opt, relax, 0, P.n_active, &S))
+    _pass_end(P, &S, _epoch_steps(data, indices, indptr, P, opt, relax, True, 0, P.n_active,
+                                  &S))
 
 
 cdef Py_ssize_t _epoch_steps(const floating* data, const index_t* indices,
                              const index_t* indptr, SdcaProblem* P, const SdcaOptions* opt,
-                             double relax, Py_ssize_t start_at, Py_ssize_t stop,
+                             double relax, bint shuffle, Py_ssize_t start_at, Py_ssize_t stop,
                              PassSums* sums) noexcept nogil:
-    """_epoch's steps on one thread, into ``sums`` (P.drift updated): the whole pass, or
-    with permutations positions [start_at, stop) of the active set, shuffled first when
-    start_at is 0 (a threaded pass's serial prefix, _epoch_threads, or what its team left).
-    Returns the rows still active: positions before stop were stepped, those from there up
-    to the returned count were not, the rows it shrunk lie after them."""
+    """_epoch's steps on one thread, into ``sums`` (P.drift updated): the whole pass
+    (``shuffle``: the permutation drawn first), or with permutations positions [start_at,
+    stop) of the active set (a probing pass's serial steps, _epoch_threads). Returns the
+    rows still active: positions before stop were stepped, those from there up to the
+    returned count were not, the rows it shrunk lie after them."""
     # struct fields in locals: the compiler cannot keep them in registers across the
     # stores into w otherwise
     cdef double* w = P.w
@@ -478,7 +479,7 @@ cdef Py_ssize_t _epoch_steps(const floating* data, const index_t* indices,
     cdef double z, a, delta
     cdef double drift = P.drift      # (_step_drift: both of its norms are known at the step)
     cdef bint track = drift != INFINITY
-    if permute and start_at == 0:
+    if permute and shuffle:
         rng_shuffle(&P.rng, index, n_active)
     while True:
         if permute:
@@ -769,7 +770,7 @@ cdef bint _owned_setup(const floating* data, const index_t* indices, const index
         return False
     # each row's entries split at those features (a binary search a row and cut: in the
     # threads, a cache miss or more each)
-    for p in prange(n, num_threads=threads, schedule="static"):
+    for p in prange(n, num_threads=threads, schedule="dynamic", chunksize=256):
         for t in range(1, threads):
             O.cut[p * (threads - 1) + t - 1] = indptr[p] + sorted_row_find(
                 indices + indptr[p], indptr[p + 1] - indptr[p], O.first[t])
@@ -1059,7 +1060,7 @@ cdef Py_ssize_t _threads_segment(const floating* data, const index_t* indices,
     before stay past n_active): the state a serial pass stopped at first + kept would be
     in. Returns kept, or -1 (nothing done) when the team came out smaller."""
     cdef int T = O.threads, t
-    cdef Py_ssize_t lo, hi, m = 0, pos, kept = 0, shrunk
+    cdef Py_ssize_t lo, hi, m = 0, pos, kept = 0
     if not O.blocks:
         for t in range(T * T):
             spsc_reset(&O.ring[t])
@@ -1125,8 +1126,9 @@ cdef int _epoch_threads(const floating* data, const index_t* indices, const inde
     # a probe: one thread's steps (P.drift gets their rounding), the threads', the rest
     clock.threaded = NAN
     share = max(<Py_ssize_t>(CLOCK_SHARE * n_active), 1)
+    rng_shuffle(&P.rng, P.index, n_active)
     started = DS_WTIME()
-    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, 0, share, &S)
+    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, False, 0, share, &S)
     clock.serial = _rate(DS_WTIME() - started, S.cost)
     first = min(share, n_active)
     end = min(first + share, n_active)
@@ -1147,7 +1149,7 @@ cdef int _epoch_threads(const floating* data, const index_t* indices, const inde
                 return PASS_THREADS
     # one thread ends the pass: the threads lost, or the team came out smaller (then
     # their rate stays unknown and the next pass probes again)
-    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, first, n_active, &S)
+    n_active = _epoch_steps(data, indices, indptr, P, opt, relax, False, first, n_active, &S)
     P.drift += S.drift
     _pass_end(P, &S, n_active)
     return PASS_THREADS if clock.threaded == clock.threaded else PASS_SERIAL
