@@ -133,13 +133,14 @@ def main(argv=None):
             continue
         r = speedup(name, loss, tol, args.rounds)
         out.append(r)
+        trips = r["round_trip_ns"]
         print(f"{name} ({r['classes']} classes) {loss} tol {tol:g}: n_jobs=1 "
               f"{np.median(r['seconds_1']):.3f} s, n_jobs=2 {np.median(r['seconds_2']):.3f} s, "
               f"speed-up {r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
               f"{r['speedup_range'][1]:.2f}); epochs {r['epochs']}, threaded "
               f"{r['threaded_epochs']}; same coef as n_jobs=1: {r['same_coef']}, n_jobs=2 "
-              f"repeatable: {r['repeatable']}; core round trip {np.median(r['round_trip_ns']):.0f} "
-              f"ns ({min(r['round_trip_ns']):.0f}-{max(r['round_trip_ns']):.0f})", flush=True)
+              f"repeatable: {r['repeatable']}; core round trip "
+              f"{np.median(trips):.0f} ns ({min(trips):.0f}-{max(trips):.0f})", flush=True)
     mem = memory_scaling(args.rounds)
     out.append(dict(memory=mem))
     for what, r in mem.items():

@@ -164,8 +164,8 @@ def _structure(const floating[::1] data, const index_t[::1] indices, const index
     """One O(nnz) pass, trusting nothing: indptr first (so that no row range is read before
     it is known to lie inside the arrays), then the rows (_structure_rows), in ``threads``
     threads when there are enough nonzeros, by blocks of rows (the first finding by row is
-    the one reported, as on one thread). Returns (code, row, position) of the first finding (code
-    STRUCT_*), and whether every row strictly increases."""
+    the one reported, as on one thread). Returns (code, row, position) of the first finding
+    (code STRUCT_*), and whether every row strictly increases."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, nnz = indices.shape[0]
     cdef Py_ssize_t i, longest = 0
     cdef Py_ssize_t t, B
