@@ -332,6 +332,9 @@ def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
     for m in (losing, winning):
         assert m.converged and m.params["threaded_epochs"] > 0
         assert abs(m.history["primal"][-1] - P1) <= 1e-9 * P1
+        # what the clock measured: threads' time per unit of work over one thread's
+        assert m.params["threads_vs_one"] > 0.0
+    assert one.params["threads_vs_one"] is None
     # a probe that sheds rows: the squared hinge shrinks, and the three parts of a probing
     # pass hand the active set on (every row stepped once a pass, none lost)
     threads_pay(0.0)

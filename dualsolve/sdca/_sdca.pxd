@@ -119,6 +119,8 @@ ctypedef struct SdcaResult:
     double gap
     double p0                 # P(0), the scale of the rounding floor
     Py_ssize_t threaded_epochs  # passes run in n_threads threads (the rest serial)
+    double threads_vs_one     # the feature-owned pass's time per unit of work in threads
+                              # over one thread's, as last measured (NAN: not timed)
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil

@@ -23,6 +23,8 @@ from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
+import math
+
 import numpy as np
 
 
@@ -1331,6 +1333,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             P.sqnorm[i] = sparse_sqnorm(data + start, indptr[i + 1] - start)
         P.sqnorm[i] += P.bias * P.bias
     res.threaded_epochs = 0
+    res.threads_vs_one = NAN
     if threads > 1 and (_owned_setup(data, indices, indptr, P, opt, threads, &owned)
                         or _blocks_setup(data, indices, indptr, P, opt, threads, &owned)):
         kept = <double*>malloc(P.n * sizeof(double))
@@ -1450,6 +1453,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
             values[3] = estimate
             values[4] = <double>P.n_active
             res.status = report_epoch(hook, ctx, epoch, values, res.status)
+    if timed:
+        res.threads_vs_one = clock.threaded / clock.serial
     if kept != NULL:
         _owned_free(&owned)
         free(kept)
@@ -1533,7 +1538,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``scores``, a float64 array of n
     that receives the scores of the last exact check (after convergence: X w + offset at
     the returned w); ``stats``, a dict that receives ``threaded_epochs`` (passes run in
-    threads); ``rows_sorted``, that every row's indices strictly increase (the validation
+    threads) and ``threads_vs_one`` (SdcaResult's, None for NAN); ``rows_sorted``, that every row's indices strictly increase (the validation
     found it; spares the threaded pass its own check). Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
@@ -1588,4 +1593,6 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         sdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     if stats is not None:
         stats["threaded_epochs"] = res.threaded_epochs
+        stats["threads_vs_one"] = (float(res.threads_vs_one)
+                                   if math.isfinite(res.threads_vs_one) else None)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

@@ -141,7 +141,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         are timed against one thread's and give way to it where they are not faster);
         where many rows share each feature and w is small, in blocks (CoCoA+ in threads,
         where the loss's curvature dominates a step's: bit for bit reproducible).
-        ``params["threaded_epochs"]`` counts those passes.
+        ``params["threaded_epochs"]`` counts those passes; ``params["threads_vs_one"]`` is
+        the feature-owned pass's time per unit of work in threads over one thread's, as
+        last measured (above 0.95 the passes ran on one thread; None: not timed).
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
     class_weight : dict label -> weight >= 0, or "balanced", optional
@@ -219,7 +221,8 @@ def _engine(p, o, mon):
         **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None,
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
-    info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"])
+    info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"],
+                threads_vs_one=stats["threads_vs_one"])
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=info, extra=extra)
