@@ -118,6 +118,11 @@ class EpochMonitor:
         return (self.watch_growth
                 and primal - self.start > DIVERGE_FACTOR * max(self.scale, 1e-300))
 
+    def note(self, text):
+        """A verbose line about the solve as a whole (with the class's prefix)."""
+        if self.verbose:
+            print(self.prefix + text, flush=True)
+
     def _print(self, epoch, values, t):
         if not self.rows[:-1]:
             print(self.prefix + f"{'epoch':>6} "

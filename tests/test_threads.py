@@ -345,6 +345,19 @@ def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
         1e-9 * ref.history["primal"][-1])
 
 
+def test_verbose_says_what_the_threads_did(capsys):
+    """verbose=1 ends a timed threaded solve with a line on the clock's last reading; a
+    solve on one thread prints none."""
+    _two_threads()
+    X, y = _sparse_problem(4000, 200_000)
+    m = ds.train_sdca(X, y, tol=1e-6, n_jobs=2, verbose=1)
+    out = capsys.readouterr().out
+    assert f"threads: {m.params['threaded_epochs']} of {m.n_epochs} passes in 2 threads" in out
+    assert f"{m.params['threads_vs_one']:.2f}x one thread's" in out
+    ds.train_sdca(X, y, tol=1e-6, verbose=1)
+    assert "threads:" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
 def test_threads_on_coherent_rows_fall_back_and_converge(loss, threads_pay):
     """Forced onto a9a (coherence 0.45, where stale scores overshoot: the squared hinge's

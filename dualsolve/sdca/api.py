@@ -223,6 +223,11 @@ def _engine(p, o, mon):
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"],
                 threads_vs_one=stats["threads_vs_one"])
+    if stats["threads_vs_one"] is not None:
+        pay = _sdca._threads_pay()
+        mon.note(f"threads: {stats['threaded_epochs']} of {n_epochs} passes in {p.n_jobs} "
+                 f"threads; their time per unit of work {stats['threads_vs_one']:.2f}x one "
+                 f"thread's when last measured (above {pay:g}, the passes run on one)")
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=alpha, measure=gap, threshold=threshold(dual, p.tol, p0),
                   info=info, extra=extra)
