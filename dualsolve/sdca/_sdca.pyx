@@ -36,7 +36,6 @@ from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sparse_axpy_sqnorm, sparse_sqnorm, prefetch_row,
                                   sorted_row_find)
 from dualsolve._core.losses cimport (Loss, LOSS_HINGE, LOSS_SMOOTH_HINGE, LOSS_SQUARED_HINGE,
-                                     LOSS_SQUARED,
                                      loss_value, loss_conj, loss_dual_step, loss_dual_bounds,
                                      loss_conj_deriv_binary, loss_conj_quadratic,
                                      loss_conj_strong_convexity, make_loss)
@@ -579,10 +578,6 @@ ctypedef struct OwnedPass:
     int blocks             # 1: the block pass instead (copies, no cut, ring or first)
     double* copies         # threads x stride: each thread's copy of w (the block pass)
     Py_ssize_t stride      # entries from one copy to the next (padded past w's d + 1)
-    int line               # 1: the block pass's merge steps to the dual's maximum along
-                           # the slices' steps (quadratic conjugates; see _block_share)
-    double* alpha0         # n: a row's alpha before its step this round (line)
-    double* line_sums      # threads x 8 (own cache lines): the line's partial sums (line)
 
 
 cdef inline Py_ssize_t _slice_at(Py_ssize_t first, Py_ssize_t n_active, int t,
@@ -614,8 +609,6 @@ cdef void _owned_free(OwnedPass* O) noexcept nogil:
     free(O.buf)
     free(O.first)
     free(O.copies)
-    free(O.alpha0)
-    free(O.line_sums)
     memset(O, 0, sizeof(OwnedPass))
 
 
@@ -1169,23 +1162,14 @@ cdef int _epoch_threads(const floating* data, const index_t* indices, const inde
 #
 # Where rows share features too much for feature-owned writes (reuters: 49 rows per
 # feature) but w is small next to X, thread t takes a slice of the shuffled active rows and
-# steps them on its own copy v_t of w, then the slices' steps are merged into w, each thread
-# adding a range of w. Nothing is shared while the rows are stepped, and the result depends
-# on the seed and the thread count only: bit for bit reproducible. A pass merges `rounds`
-# times (as often as the copies stay cheap next to the rows' work), so that a slice sees
-# the others' steps sooner. Two merges keep the dual from falling:
-# - CoCoA+'s: the subproblem with sigma' = threads (the curvature ||x||^2 / (lam n) of
-#   each step times sigma', so v_t = w + sigma' u_t with u_t = X_t^T (a_t - a_t0) / (lam n)),
-#   then w += sum_t u_t: the subproblems' gains bound the dual's gain from below.
-# - For conjugates that are quadratic on their interval (the hinges, the squared loss),
-#   the line: each slice steps on the dual itself with the other slices held (sigma' = 1),
-#   and the merge takes alpha_0 + g (alpha - alpha_0), w + g sum_t u_t at the g in [0, 1]
-#   maximising the dual along that line, in closed form: a concave quadratic in g whose
-#   slope at 0 is the sum of the slices' own (positive) slopes. Where the data's curvature
-#   dominates a step's, CoCoA+'s sigma' costs epochs that the threads do not win back
-#   (reuters, squared hinge at C = 1: 18 epochs against one thread's 11); the line takes
-#   15-16, in passes of about half one thread's time. (More merges a pass took fewer, 12,
-#   but each cost a thread about 50 us of w's lines moving between the cores.)
+# steps them on its own copy v_t of w, on CoCoA+'s subproblem with sigma' = threads (the
+# curvature ||x||^2 / (lam n) of each step times sigma', so v_t = w + sigma' u_t with
+# u_t = X_t^T (a_t - a_t0) / (lam n)); then w += sum_t u_t, each thread adding a range of
+# w. With sigma' = threads the dual cannot fall (the subproblems' gains bound the whole
+# dual's gain from below), nothing is shared while the rows are stepped, and the result
+# depends on the seed and the thread count only: bit for bit reproducible. A pass merges
+# `rounds` times (as often as the copies stay cheap next to the rows' work), so that a
+# slice sees the others' steps sooner.
 
 # nonzeros stepped per entry of the threads + 1 copies of w a round (a copy and the merge's
 # reads): a pass needs BLOCKS_MIN (the copies then cost a thread ~1/3 of its steps' memory
@@ -1203,51 +1187,32 @@ cdef inline int _block_rounds(const SdcaProblem* P, double work, int threads) no
     return <int>min(max(1.0, per_entry / BLOCKS_ROUND), <double>BLOCKS_MAX_ROUNDS)
 
 
-cdef bint _line_merges(const SdcaProblem* P) noexcept nogil:
-    """Whether the block pass can merge on the line: a conjugate quadratic on its interval
-    with a constant second derivative (the squared loss; the hinges on labels +-1)."""
-    cdef Py_ssize_t i
-    if not loss_conj_quadratic(&P.loss):
-        return False
-    if P.loss.kind != LOSS_SQUARED:
-        for i in range(P.n):
-            if P.y[i] != 1.0 and P.y[i] != -1.0:
-                return False
-    return True
-
-
 cdef bint _blocks_setup(const floating* data, const index_t* indices, const index_t* indptr,
                         SdcaProblem* P, const SdcaOptions* opt, int threads,
                         OwnedPass* O) noexcept nogil:
     """Whether the passes run in ``threads`` threads in blocks (then O is ready): w small
-    next to X, nearly orthogonal rows, and a merge that keeps the dual's gains: the line,
-    or CoCoA+'s where a step's curvature is mostly the loss's (its conjugate's ``gamma /
-    c_i`` at least ``||x_i||^2 / (lam n)``; measured where the data's part dominates:
-    reuters at C = 1, logistic 8 epochs against 8; at C = 100 65 against 33). Uses w as
-    scratch."""
+    next to X, nearly orthogonal rows, and a step's curvature mostly the loss's (its
+    conjugate's ``gamma / c_i`` at least ``||x_i||^2 / (lam n)``, measured: where the data's
+    part dominates, steps on stale copies lose more epochs than the threads gain: reuters
+    at C = 1, squared hinge 20 epochs against 11, logistic 8 against 8; logistic at C = 100
+    65 against 33). Uses w as scratch."""
     cdef Py_ssize_t i
     cdef double gamma = loss_conj_strong_convexity(&P.loss), coupling = 0.0
-    cdef bint line
     memset(O, 0, sizeof(OwnedPass))
+    if not _threads_may_pass(indptr, P, opt, threads) or _block_rounds(P, indptr[P.n_rows],
+                                                                       threads) < 1:
+        return False
     for i in range(P.n):
         coupling = max(coupling, P.sqnorm[i] * (1.0 if P.weight == NULL else P.weight[i]))
-    line = not coupling / (P.lam * P.n) <= gamma and _line_merges(P)
-    if not _threads_may_pass(indptr, P, opt, threads) or _block_rounds(
-            P, indptr[P.n_rows], threads) < 1:
-        return False
-    if (not (line or coupling / (P.lam * P.n) <= gamma)
+    if (not coupling / (P.lam * P.n) <= gamma
             or not _nearly_orthogonal(data, indices, indptr, P)
             or not _threads_alloc(O, P.n, threads)):
         return False
     O.blocks = 1
-    O.line = line
     # padded by a cache line: one copy's last entries never share a line with the next's
     O.stride = (P.d + (P.bias != 0.0) + 15) // 8 * 8
     O.copies = <double*>malloc(threads * O.stride * sizeof(double))
-    if line:
-        O.alpha0 = <double*>malloc(P.n * sizeof(double))
-        O.line_sums = <double*>calloc(8 * threads, sizeof(double))
-    if O.copies == NULL or (line and (O.alpha0 == NULL or O.line_sums == NULL)):
+    if O.copies == NULL:
         _owned_free(O)
         return False
     return True
@@ -1268,34 +1233,6 @@ cdef inline void _barrier(OwnedPass* O, int t, long long phase) noexcept nogil:
         DS_CPU_RELAX()
 
 
-cdef inline double _copies_sum(const OwnedPass* O, const double* w, Py_ssize_t j) noexcept nogil:
-    """sum_t (v_t,j - w_j), in thread order."""
-    cdef double total = 0.0
-    cdef int u
-    for u in range(O.threads):
-        total += O.copies[u * O.stride + j] - w[j]
-    return total
-
-
-cdef double _line_step(const SdcaProblem* P, const OwnedPass* O) noexcept nogil:
-    """The g in [0, 1] maximising the dual along the round's line, from the threads' sums
-    (added in thread order: every thread gets the same g). D(g) - D(0) = g slope - g^2
-    curve / 2 with slope = -(1/n) sum_i h'_i d_i - lam w.u and curve = (1/n) sum_i h'' d_i^2
-    / c_i + lam ||u||^2 (d_i: the rows' steps, u: w's)."""
-    cdef double conj_slope = 0.0, conj_curve = 0.0, wu = 0.0, uu = 0.0, slope, curve
-    cdef int u
-    for u in range(O.threads):
-        conj_slope += O.line_sums[8 * u]
-        conj_curve += O.line_sums[8 * u + 1]
-        wu += O.line_sums[8 * u + 2]
-        uu += O.line_sums[8 * u + 3]
-    slope = -conj_slope / P.n - P.lam * wu
-    curve = conj_curve / P.n + P.lam * uu
-    if not slope > 0.0:     # (nothing moved, or rounding at the optimum)
-        return 0.0
-    return slope / curve if slope < curve else 1.0
-
-
 cdef void _block_share(const floating* data, const index_t* indices, const index_t* indptr,
                        SdcaProblem* P, const SdcaOptions* opt, double relax, OwnedPass* O,
                        int t, Py_ssize_t n_active, int rounds) noexcept nogil:
@@ -1303,30 +1240,21 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
     of the merge."""
     cdef int T = O.threads, u, r
     cdef Py_ssize_t lo = n_active * t // T, end = n_active * (t + 1) // T, k, i, nxt, j
-    cdef Py_ssize_t hi = end, start, nnz, d = P.d, dw = P.d + (P.bias != 0.0), round_lo
-    cdef Py_ssize_t j_lo = dw * t // T, j_hi = dw * (t + 1) // T
+    cdef Py_ssize_t hi = end, start, nnz, d = P.d, dw = P.d + (P.bias != 0.0)
     cdef Py_ssize_t* index = P.index
     cdef double* v = O.copies + t * O.stride
     cdef PassSums sums
     cdef PassSums* S = &sums
-    cdef bint shrink = _shrinks(P, opt), estimate = opt.check_every != 1, line = O.line
+    cdef bint shrink = _shrinks(P, opt), estimate = opt.check_every != 1
     cdef bint exact_plain = P.step.rule == STEP_EXACT and P.weight == NULL
     cdef Py_ssize_t stride = 1 + n_active // 4096
-    cdef double sigma = 1.0 if line else T
-    cdef double scale = sigma / (P.lam * P.n), bias = P.bias, offset = P.offset
-    cdef double z, a, c, total, diff, spread, new_sq, spread_sq, drift = 0.0, step, g
-    cdef double h2 = loss_conj_strong_convexity(&P.loss), weight
-    cdef double conj_slope, conj_curve, wu, uu
-    cdef long long phase = 0
-    # (the line's merge rescales alpha: its rounding is not tracked, a certifying check
-    # recomputes w from alpha first)
-    cdef bint track = P.drift != INFINITY and not line
+    cdef double sigma = T, scale = T / (P.lam * P.n), bias = P.bias, offset = P.offset
+    cdef double z, a, c, total, diff, spread, new_sq, spread_sq, drift = 0.0
+    cdef bint track = P.drift != INFINITY
     _sums_init(S)
     k = lo
     for r in range(rounds):
         memcpy(v, P.w, dw * sizeof(double))
-        round_lo = k
-        conj_slope, conj_curve = 0.0, 0.0
         while k < lo + (hi - lo) * (r + 1) // rounds and k < end:
             if k + 2 < end:
                 nxt = index[k + 2]
@@ -1342,47 +1270,22 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
                 index[k] = index[end]
                 index[end] = i
                 continue
-            if line:
-                O.alpha0[i] = P.alpha[i]
             if a != P.alpha[i]:
-                step = a - P.alpha[i]
-                if line:
-                    weight = 1.0 if P.weight == NULL else P.weight[i]
-                    conj_slope += (loss_conj_deriv_binary(&P.loss, P.alpha[i] / weight, P.y[i])
-                                   + offset) * step
-                    conj_curve += h2 * step * step / weight
-                c = step * scale                    # sigma' times the step on w
+                c = (a - P.alpha[i]) * scale        # sigma' times the step on w
                 P.alpha[i] = a
                 # v's rounding reaches w divided by sigma'
                 drift += _row_step(data + start, indices + start, nnz, v, d, bias, c,
                                    P.sqnorm[i], track) / sigma
             k += 1
-        phase += 1
-        _barrier(O, t, phase)       # every slice stepped before any entry of w moves
-        g = 1.0                     # (CoCoA+: the whole step)
-        if line:
-            wu, uu = 0.0, 0.0
-            for j in range(j_lo, j_hi):
-                total = _copies_sum(O, P.w, j)
-                wu += P.w[j] * total
-                uu += total * total
-            O.line_sums[8 * t], O.line_sums[8 * t + 1] = conj_slope, conj_curve
-            O.line_sums[8 * t + 2], O.line_sums[8 * t + 3] = wu, uu
-            phase += 1
-            _barrier(O, t, phase)   # every part of the line summed
-            g = _line_step(P, O)
-            if g != 1.0:
-                for j in range(round_lo, k):
-                    i = index[j]
-                    P.alpha[i] = O.alpha0[i] + g * (P.alpha[i] - O.alpha0[i])
+        _barrier(O, t, 2 * r + 1)   # every slice stepped before any entry of w moves
         new_sq, spread_sq = 0.0, 0.0
-        for j in range(j_lo, j_hi):
+        for j in range(dw * t // T, dw * (t + 1) // T):
             total, spread = 0.0, 0.0
             for u in range(T):
                 diff = O.copies[u * O.stride + j] - P.w[j]
                 total += diff
                 spread += fabs(diff)
-            P.w[j] += g * total / sigma
+            P.w[j] += total / sigma
             new_sq += P.w[j] * P.w[j]
             spread_sq += spread * spread
         # the merge rounds an entry by at most u (|new w_j| + (1 + 1/sigma') sum_u |v_u,j -
@@ -1390,8 +1293,7 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
         # division, the last addition
         drift += _merge_drift(new_sq, spread_sq)
         if r + 1 < rounds:
-            phase += 1
-            _barrier(O, t, phase)   # w merged before the next round copies it
+            _barrier(O, t, 2 * r + 2)   # w merged before the next round copies it
     O.active[t] = end - lo
     O.sums[t] = sums
     O.sums[t].drift = drift if track else INFINITY
