@@ -9,9 +9,11 @@
    resyncs in two threads everywhere).
 3. What a second core can give the memory traffic of a pass on this machine: streaming
    reads and random reads (gathers) of a news20-sized w, NumPy with the GIL released; and
-   what moving a cache line between the two threads' cores costs, measured before every
-   round (``dualsolve._core.parallel.core_round_trip``): the feature-owned pass's gain
-   follows it, and on a shared host it changes with where the threads land.
+   what moving a cache line between the two threads' cores costs, measured before and
+   after every round (``dualsolve._core.parallel.core_round_trip``): the feature-owned
+   pass's gain follows it, and on a shared host it changes with where the threads land.
+   The speed-ups are also given by placement: rounds whose two readings are both under
+   NEAR_NS (near), both at or above it (far), or one of each (mixed).
 4. ``--vs-liblinear`` (issue 17's item 1; ``threads_liblinear.py``): ``train_sdca(n_jobs=2)``
    against liblinear-official's dual solver on one thread and liblinear-multicore's
    solvers with ``-m 2``, time to the same suboptimality, news20 binary and IMDB.
@@ -38,6 +40,10 @@ import datasets  # noqa: E402
 import dualsolve as ds  # noqa: E402
 from dualsolve._core.parallel import core_round_trip  # noqa: E402
 
+# a round whose round trips before and after both read under this ran with the two cores
+# near each other; both at or above it, far apart (this host: ~50 ns against ~400 ns)
+NEAR_NS = 150.0
+
 RUNS = [("news20.multi", "logistic", 1e-8), ("news20.multi", "squared_hinge", 1e-6),
         ("news20", "logistic", 1e-8), ("news20", "squared_hinge", 1e-6),
         ("reuters", "logistic", 1e-8), ("reuters", "squared_hinge", 1e-6),
@@ -50,6 +56,7 @@ def speedup(name, loss, tol, rounds):
     models = {}
     coefs_2 = set()     # the n_jobs=2 models' coef across rounds (one: reproducible)
     trips = []          # core-to-core round trips (ns), one before each round
+    trips_after = []    # and one after it
     for _ in range(rounds):
         trips.append(core_round_trip())
         for n_jobs in (1, 2):
@@ -60,7 +67,16 @@ def speedup(name, loss, tol, rounds):
             models[n_jobs] = m
             if n_jobs == 2:
                 coefs_2.add(m.coef.tobytes())
+        trips_after.append(core_round_trip())
     ratios = [a / b for a, b in zip(seconds[1], seconds[2])]
+    placement = ["near" if max(a, b) < NEAR_NS else "far" if min(a, b) >= NEAR_NS else "mixed"
+                 for a, b in zip(trips, trips_after)]
+    by_placement = {}
+    for where in ("near", "far", "mixed"):
+        picked = [r for r, p in zip(ratios, placement) if p == where]
+        if picked:
+            by_placement[where] = dict(rounds=len(picked), speedup_median=float(np.median(picked)),
+                                       speedup_range=[min(picked), max(picked)])
     return dict(data=name, loss=loss, tol=tol, rows=X.shape[0], features=X.shape[1],
                 classes=int(np.unique(y).size), seconds_1=seconds[1], seconds_2=seconds[2],
                 speedup_median=float(np.median(ratios)), speedup_range=[min(ratios), max(ratios)],
@@ -68,7 +84,8 @@ def speedup(name, loss, tol, rounds):
                 repeatable=len(coefs_2) == 1,
                 threaded_epochs=int(models[2].params.get("threaded_epochs", 0)),
                 epochs=[int(models[1].n_epochs), int(models[2].n_epochs)],
-                round_trip_ns=trips)
+                round_trip_ns=trips, round_trip_after_ns=trips_after, placement=placement,
+                by_placement=by_placement)
 
 
 def memory_scaling(rounds):
@@ -141,6 +158,9 @@ def main(argv=None):
               f"{r['threaded_epochs']}; same coef as n_jobs=1: {r['same_coef']}, n_jobs=2 "
               f"repeatable: {r['repeatable']}; core round trip "
               f"{np.median(trips):.0f} ns ({min(trips):.0f}-{max(trips):.0f})", flush=True)
+        for where, b in r["by_placement"].items():
+            print(f"    {where} ({b['rounds']} rounds): speed-up {b['speedup_median']:.2f} "
+                  f"({b['speedup_range'][0]:.2f}-{b['speedup_range'][1]:.2f})", flush=True)
     mem = memory_scaling(args.rounds)
     out.append(dict(memory=mem))
     for what, r in mem.items():
