@@ -17,11 +17,15 @@
 4. ``--vs-liblinear`` (issue 17's item 1; ``threads_liblinear.py``): ``train_sdca(n_jobs=2)``
    against liblinear-official's dual solver on one thread and liblinear-multicore's
    solvers with ``-m 2``, time to the same suboptimality, news20 binary and IMDB.
+5. ``--solvers`` (item 2's table for every other solver; ``threads_solvers.py``): every
+   ``train_*`` with its defaults, one-vs-rest on Statlog satellite and one problem on a9a
+   (the kernel solvers on spambase).
 
 Usage::
 
     DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--data reuters] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
+    DUALSOLVE_DATA=... python bench/threads.py --solvers [--rounds 3] [--json out.json]
 """
 import argparse
 import json
@@ -130,6 +134,8 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--vs-liblinear", action="store_true",
                     help="item 1: n_jobs=2 against liblinear and liblinear-multicore")
+    ap.add_argument("--solvers", action="store_true",
+                    help="every train_* with its defaults, n_jobs=1 against n_jobs=2")
     ap.add_argument("--data", nargs="*", default=None,
                     help="data sets to run (default: every one; --vs-liblinear: news20 imdb)")
     ap.add_argument("--multicore", default=os.environ.get("LIBLINEAR_MULTICORE"),
@@ -143,6 +149,10 @@ def main(argv=None):
         import threads_liblinear
         threads_liblinear.main(args.data or ["news20", "imdb"], args.rounds, args.multicore,
                                args.json, args.blas_threads)
+        return
+    if args.solvers:
+        import threads_solvers
+        threads_solvers.main(args.rounds, args.json)
         return
     out = []
     for name, loss, tol in RUNS:
