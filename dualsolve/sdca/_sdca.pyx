@@ -23,8 +23,6 @@ from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
-import math
-
 import numpy as np
 
 
@@ -1304,7 +1302,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
                   epoch_hook hook, void* ctx) noexcept nogil:
     """Solve to ``gap_certifies`` (status.pxd: gap <= tol * D, or the rounding floor of
     P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
-    cdef Py_ssize_t i, epoch, start, p
+    cdef Py_ssize_t i, epoch, p
     cdef double primal, dual, gap, p0 = 0.0, target, floor, estimate, predicted = NAN, relax
     cdef double raw_gap, slack
     # work model (deterministic: the schedule must not depend on timing, since with
@@ -1327,7 +1325,8 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     for i in range(P.n):
         if P.alpha[i] != 0.0:
             cold = False
-    # (mixed points need their norms given; the rows' norms in the threads: a pass over X)
+    # the rows' norms plus bias^2; norms not given (C API callers; mixed points must give
+    # them) are one pass over X, in the solve's threads
     for p in prange(P.n_points, num_threads=threads, schedule="static"):
         if not P.sqnorm_given:
             P.sqnorm[p] = sparse_sqnorm(data + indptr[p], indptr[p + 1] - indptr[p])
@@ -1535,11 +1534,12 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     the step rule and its constant, and ``grid`` = (b_lo, b_hi) for STEP_APPROX;
     ``offset``, a fixed intercept added to every score (train_sdca's free intercept);
     ``n_threads``, ``check_start``, ``relaxation`` and ``relax_after`` (see SdcaOptions);
-    ``scores``, a float64 array of n
-    that receives the scores of the last exact check (after convergence: X w + offset at
-    the returned w); ``stats``, a dict that receives ``threaded_epochs`` (passes run in
-    threads) and ``threads_vs_one`` (SdcaResult's, None for NAN); ``rows_sorted``, that every row's indices strictly increase (the validation
-    found it; spares the threaded pass its own check). Returns (status, n_epochs, primal, dual, gap, p0).
+    ``scores``, a float64 array of n that receives the scores of the last exact check
+    (after convergence: X w + offset at the returned w); ``stats``, a dict that receives
+    ``threaded_epochs`` (passes run in threads) and ``threads_vs_one`` (SdcaResult's, None
+    for NAN); ``rows_sorted``, that every row's indices strictly increase (the validation
+    found it; spares the threaded pass its own check).
+    Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P
     cdef SdcaOptions opt = sdca_default_options()
@@ -1594,5 +1594,5 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     if stats is not None:
         stats["threaded_epochs"] = res.threaded_epochs
         stats["threads_vs_one"] = (float(res.threads_vs_one)
-                                   if math.isfinite(res.threads_vs_one) else None)
+                                   if np.isfinite(res.threads_vs_one) else None)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)
