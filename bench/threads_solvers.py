@@ -77,13 +77,12 @@ def time_solver(name, X, y, loss, rounds):
 def main(rounds=3, json_path=None):
     import json
     out = []
-    registry = sorted(s.function_name for s in solvers().values())
+    losses = {s.function_name: s.losses for s in solvers().values()}
     for data, what, X, y in problems():
-        for name in registry:
+        for name in sorted(losses):
             if (name in KERNEL) != (data == "spambase"):
                 continue
-            losses = next(s.losses for s in solvers().values() if s.function_name == name)
-            loss = "logistic" if "logistic" in losses else losses[0]
+            loss = "logistic" if "logistic" in losses[name] else losses[name][0]
             r = dict(solver=name, data=data, setting=what, loss=loss,
                      **time_solver(name, X, y, loss, rounds))
             out.append(r)
