@@ -185,5 +185,8 @@ class MonitorView:
     def set_coef(self, coef):
         self.mon.set_coef(coef)
 
+    def note(self, text):
+        self.mon.note(text)
+
     def check_stop(self):
         return self.mon.check_stop()

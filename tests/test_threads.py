@@ -358,6 +358,17 @@ def test_verbose_says_what_the_threads_did(capsys):
     assert "threads:" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_wrapped_threaded_sdca_says_what_the_threads_did(verbose, capsys):
+    """train_linear runs SDCA behind its own view of the monitor (the hand-over watch):
+    the threads' line passes through it (it had no ``note`` and the solve raised)."""
+    _two_threads()
+    X, y = _sparse_problem(4000, 200_000)
+    m = ds.train_linear(X, y, tol=1e-6, n_jobs=2, verbose=verbose)
+    assert m.converged
+    assert ("threads:" in capsys.readouterr().out) == bool(verbose)
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
 def test_threads_on_coherent_rows_fall_back_and_converge(loss, threads_pay):
     """Forced onto a9a (coherence 0.45, where stale scores overshoot: the squared hinge's
