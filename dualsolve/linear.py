@@ -114,7 +114,9 @@ def train_linear(X, y, *, loss="logistic", lam=None, C=None, solver="auto", tol=
     ``tol``; see ``docs/api.md``). Arguments as in :func:`dualsolve.train_sdca`; ``max_epochs`` counts
     SDCA epochs plus Newton iterations (the history numbers them on: SDCA's epochs
     ``0..k``, then Newton's iterations ``k+1, ...``). ``warm_start``: a Model of either
-    solver (SDCA starts from its ``dual``, Newton from its ``coef``).
+    solver (SDCA starts from its ``dual``, Newton from its ``coef``). ``n_jobs``: both
+    solvers' threads on one problem (:func:`dualsolve.train_sdca`,
+    :func:`dualsolve.train_newton`), classes side by side with more than two.
 
     Returns
     -------

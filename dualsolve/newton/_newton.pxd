@@ -57,6 +57,11 @@ ctypedef struct NewtonOptions:
     Py_ssize_t max_epochs     # Newton iterations
     double cg_forcing         # CG stops at ||r|| <= cg_forcing ||grad||
     Py_ssize_t max_cg         # Hessian-vector products per iteration at most
+    int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): the passes over X
+                              # in that many blocks of rows, one thread each, block b >= 1
+                              # summing into its own copy of the m-vectors; CG's sweeps in as
+                              # many ranges of features; sums added block by block in order
+                              # (the same result for the same count, on any team size)
 
 
 ctypedef struct NewtonResult:

@@ -9,6 +9,7 @@ Hessian-vector product is one pass over X, ``H v = lam v + X^T (D (X v))`` with
 ``D_i = c_i phi''(z_i) / n``. A line search on the scores ``z + t X s`` costs O(n) per trial,
 so the step length is found without more passes.
 """
+from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, isfinite, INFINITY, NAN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -84,6 +85,23 @@ DEF POLISH_RANGE = 16.0
 DEF POLISH_EPOCHS = 2
 DEF POLISH_AIM = 8.0
 cdef Py_ssize_t DENSE_MAX_COLUMNS = 2048
+#: threads (NewtonOptions.n_threads) on X of at least this many nonzeros: below it a pass
+#: takes well under a millisecond, and a parallel region's start and the blocks' merge
+#: are a larger share of it (the CSR check's bound, _core/csr.pyx)
+cdef Py_ssize_t THREADS_MIN_NNZ = 1 << 18
+#: a row's cost in nonzeros when the rows are cut into blocks of equal work (its loop's
+#: overhead, its scores' and curvature's arithmetic)
+DEF ROW_COST = 4
+
+
+def _threads_min_nnz(value=None):
+    """THREADS_MIN_NNZ (tests set 0 to run small problems in threads); returns the value
+    before the call."""
+    global THREADS_MIN_NNZ
+    old = THREADS_MIN_NNZ
+    if value is not None:
+        THREADS_MIN_NNZ = int(value)
+    return old
 
 
 def _dense_max_columns(value=None):
@@ -102,7 +120,80 @@ cdef NewtonOptions newton_default_options() noexcept nogil:
     o.max_epochs = 1000
     o.cg_forcing = 0.1
     o.max_cg = 1000
+    o.n_threads = 1
     return o
+
+
+# ---------------------------------------------------------------------------------------
+# the team: a solve's passes over X in blocks of rows, one thread each
+#
+# Block b >= 1 sums its rows' part of X^T(...) into its own copy of the m-vectors (a
+# Hessian product: p and q interleaved, as the shared pq; the gradient: g then diag),
+# block 0 into the shared ones; CG's sweeps over the m-vectors run in ranges of features
+# and add the blocks' q where they read it. No thread writes a line another reads during a
+# pass, and every sum is taken block by block in a fixed order: the iterates depend on the
+# block count only, not on which thread ran which block or how many ran (a team of one
+# runs every block). One block is the serial solve, operation for operation.
+
+
+cdef struct Team:
+    Py_ssize_t size         # blocks (1: serial)
+    Py_ssize_t m            # length of the m-vectors
+    Py_ssize_t* rows        # size + 1 row cuts, by work (nonzeros + ROW_COST per row)
+    Py_ssize_t* cols        # size + 1 cuts of the m-vectors, equal ranges
+    double* own             # (size - 1) x 2m: block b's copy at own + (b - 1) 2m
+    double* part            # 3 x size partial sums, block by block
+    KahanSum* sums          # 2 x size: the gradient's loss and conjugate sums
+
+
+cdef bint _team_init(Team* team, const index_t* indptr, Py_ssize_t n, Py_ssize_t m,
+                     int threads) noexcept nogil:
+    """Blocks for ``threads`` threads (one where X is small, or without memory for the
+    copies); False: no memory even for one."""
+    cdef Py_ssize_t b, i = 0, size = 1
+    cdef double work, per
+    if threads > 1 and indptr[n] >= THREADS_MIN_NNZ:
+        size = min(<Py_ssize_t>threads, n)
+    team.m = m
+    team.own = NULL
+    if size > 1:
+        team.own = <double*>malloc((size - 1) * 2 * m * sizeof(double))
+        if team.own == NULL:
+            size = 1
+    team.size = size
+    team.rows = <Py_ssize_t*>malloc(2 * (size + 1) * sizeof(Py_ssize_t))
+    team.part = <double*>malloc(3 * size * sizeof(double))
+    team.sums = <KahanSum*>malloc(2 * size * sizeof(KahanSum))
+    if team.rows == NULL or team.part == NULL or team.sums == NULL:
+        _team_free(team)
+        return False
+    team.cols = team.rows + size + 1
+    per = (<double>indptr[n] + ROW_COST * <double>n) / size
+    team.rows[0] = 0
+    for b in range(1, size):
+        while i < n and indptr[i] + ROW_COST * <double>i < b * per:
+            i += 1
+        team.rows[b] = i
+    team.rows[size] = n
+    for b in range(size + 1):
+        team.cols[b] = m * b // size
+    return True
+
+
+cdef void _team_free(Team* team) noexcept nogil:
+    free(team.own)
+    free(team.rows)
+    free(team.part)
+    free(team.sums)
+    team.own = NULL
+    team.rows = NULL
+    team.part = NULL
+    team.sums = NULL
+
+
+cdef inline double* _team_own(const Team* team, Py_ssize_t b) noexcept nogil:
+    """Block b's copy of the m-vectors (b >= 1)."""
+    return team.own + (b - 1) * 2 * team.m
 
 
 cdef inline double _row_weight(const NewtonProblem* P, Py_ssize_t i) noexcept nogil:
@@ -110,12 +201,14 @@ cdef inline double _row_weight(const NewtonProblem* P, Py_ssize_t i) noexcept no
 
 
 cdef void _scores(const floating* data, const index_t* indices, const index_t* indptr,
-                  const NewtonProblem* P, const double* v, double* out) noexcept nogil:
-    """out = X v (+ bias * v[d])."""
+                  const NewtonProblem* P, const Team* team, const double* v,
+                  double* out) noexcept nogil:
+    """out = X v (+ bias * v[d]), in the team's threads (each row its own: the same result
+    for any team)."""
     cdef Py_ssize_t i
     cdef double b = P.bias * v[P.d] if P.bias != 0.0 else 0.0
     cdef bint ahead = P.d >= PREFETCH_MIN_COLUMNS
-    for i in range(P.n):
+    for i in prange(P.n, num_threads=team.size, schedule="static"):
         if ahead and i + 1 < P.n:
             prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], v, 8)
         out[i] = sparse_dot(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i],
@@ -129,22 +222,53 @@ cdef struct Eval:
 
 
 cdef Eval _gradient(const floating* data, const index_t* indices, const index_t* indptr,
-                    const NewtonProblem* P, const Loss* L, const double* z, double* dv,
-                    double* curv, double* g, double* diag, Py_ssize_t m) noexcept nogil:
+                    const NewtonProblem* P, const Team* team, const Loss* L, const double* z,
+                    double* dv, double* curv, double* g, double* diag,
+                    Py_ssize_t m) noexcept nogil:
     """One pass over X at the scores z: dv_i = c_i phi'(z_i)/n, curv_i = c_i phi''(z_i)/n,
     g = X^T dv + lam w (the gradient), diag = lam + sum_i curv_i x_ij^2 (Jacobi
     preconditioner), for the loss L Newton steps on (P.loss, or its Moreau smoothing); the
-    loss and conjugate sums of P.loss's objective and dual at a = -c phi'(z)."""
-    cdef Py_ssize_t i, k, j
-    cdef double c, inv_n = 1.0 / P.n, y, s, d1, sq
+    loss and conjugate sums of P.loss's objective and dual at a = -c phi'(z). In the
+    team's blocks of rows, then one sweep adds the blocks' g and diag (_sweep)."""
+    cdef Py_ssize_t b
+    cdef double inv_n = 1.0 / P.n
     cdef KahanSum ls = ksum_new(), cs = ksum_new()
-    cdef bint ahead = m >= PREFETCH_MIN_COLUMNS
+    cdef double out[3]
     cdef Eval e
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        team.sums[2 * b] = ksum_new()
+        team.sums[2 * b + 1] = ksum_new()
+        _gradient_rows(data, indices, indptr, P, L, z, dv, curv,
+                       g if b == 0 else _team_own(team, b),
+                       diag if b == 0 else _team_own(team, b) + m, team.rows[b],
+                       team.rows[b + 1], m, &team.sums[2 * b], &team.sums[2 * b + 1])
+    if team.size == 1:
+        ls, cs = team.sums[0], team.sums[1]
+    else:
+        for b in range(team.size):
+            ksum_add(&ls, ksum_value(&team.sums[2 * b]))
+            ksum_add(&cs, ksum_value(&team.sums[2 * b + 1]))
+    _sweep(SWEEP_GRADIENT, team, P, NULL, g, diag, NULL, NULL, NULL, 0.0, 0.0, out)
+    e.loss_sum = ksum_value(&ls) * inv_n
+    e.conj_sum = ksum_value(&cs) * inv_n
+    e.xta_sq = out[0]
+    return e
+
+
+cdef void _gradient_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                         const NewtonProblem* P, const Loss* L, const double* z, double* dv,
+                         double* curv, double* g, double* diag, Py_ssize_t lo, Py_ssize_t hi,
+                         Py_ssize_t m, KahanSum* ls, KahanSum* cs) noexcept nogil:
+    """_gradient's pass over rows lo .. hi - 1: their dv and curv, and their X^T dv and
+    sum_i curv_i x_ij^2 into g and diag (zeroed first); their loss and conjugate sums."""
+    cdef Py_ssize_t i, k
+    cdef double c, inv_n = 1.0 / P.n, y, s, d1
+    cdef bint ahead = m >= PREFETCH_MIN_COLUMNS
     cdef const floating* row
     cdef const index_t* ind
     memset(g, 0, m * sizeof(double))
     memset(diag, 0, m * sizeof(double))
-    for i in range(P.n):
+    for i in range(lo, hi):
         c = _row_weight(P, i)
         y = P.y[i]
         s = z[i]
@@ -152,12 +276,12 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
             dv[i] = 0.0
             curv[i] = 0.0
             continue
-        if ahead and i + 1 < P.n:
+        if ahead and i + 1 < hi:
             prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], g, 8)
             prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], diag, 8)
         d1 = loss_deriv(L, s, y)
-        ksum_add(&ls, c * loss_value(&P.loss, s, y))
-        ksum_add(&cs, c * loss_conj(&P.loss, -d1, y))
+        ksum_add(ls, c * loss_value(&P.loss, s, y))
+        ksum_add(cs, c * loss_conj(&P.loss, -d1, y))
         dv[i] = c * d1 * inv_n
         curv[i] = c * loss_curvature(L, s, y) * inv_n
         row = data + indptr[i]
@@ -169,15 +293,6 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
         if P.bias != 0.0:
             g[P.d] += dv[i] * P.bias
             diag[P.d] += curv[i] * P.bias * P.bias
-    sq = 0.0
-    for j in range(m):
-        sq += g[j] * g[j]
-        g[j] += P.lam * P.w[j]
-        diag[j] = P.lam + PRECOND_MIX * diag[j]
-    e.loss_sum = ksum_value(&ls) * inv_n
-    e.conj_sum = ksum_value(&cs) * inv_n
-    e.xta_sq = sq
-    return e
 
 
 cdef inline double _narrow(const NewtonProblem* P, Loss* L, double mu) noexcept nogil:
@@ -197,20 +312,36 @@ cdef double _primal_at(const NewtonProblem* P, const double* z, Py_ssize_t m) no
 
 
 cdef double _hessian_times(const floating* data, const index_t* indices, const index_t* indptr,
-                           const NewtonProblem* P, const double* curv, double* pq,
-                           Py_ssize_t m) noexcept nogil:
+                           const NewtonProblem* P, const Team* team, const double* curv,
+                           double* pq, Py_ssize_t m) noexcept nogil:
     """q += X^T (curv * (X p)) in one pass, each row read once for both products (q = lam
     p on entry, set where p was made); returns sum_i curv_i (x_i.p)^2, the data's part of
     p.Hp = lam ||p||^2 + sum_i curv_i (x_i.p)^2 (terms >= 0). p and q are interleaved (p_j
     = pq[2j], q_j = pq[2j+1]): the product's scatter lands on the cache lines the row's
-    dot product has just loaded (news20: a third off the pass)."""
+    dot product has just loaded (news20: a third off the pass). In the team's blocks of
+    rows: block b >= 1 on its own copy (p copied, q from 0), whose q the step's sweep adds."""
+    cdef Py_ssize_t b
+    cdef double php = 0.0
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        team.part[b] = _hessian_rows(data, indices, indptr, P, curv,
+                                     pq if b == 0 else _team_own(team, b), team.rows[b],
+                                     team.rows[b + 1], m)
+    for b in range(team.size):
+        php += team.part[b]
+    return php
+
+
+cdef double _hessian_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                          const NewtonProblem* P, const double* curv, double* pq,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t m) noexcept nogil:
+    """_hessian_times over rows lo .. hi - 1, on the interleaved p / q of pq."""
     cdef Py_ssize_t i, nnz
     cdef double t, dot, php = 0.0, b = P.bias * pq[2 * P.d] if P.bias != 0.0 else 0.0
     cdef bint ahead = m >= PREFETCH_MIN_COLUMNS
-    for i in range(P.n):
+    for i in range(lo, hi):
         if curv[i] == 0.0:
             continue
-        if ahead and i + 1 < P.n:
+        if ahead and i + 1 < hi:
             prefetch_records(indices + indptr[i + 1], indptr[i + 2] - indptr[i + 1], pq, 16)
         nnz = indptr[i + 1] - indptr[i]
         dot = sparse_dot_even(data + indptr[i], indices + indptr[i], nnz, pq) + b
@@ -394,8 +525,87 @@ cdef double _line_change(const NewtonProblem* P, const Loss* L, const double* z,
     return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
 
 
+cdef enum:
+    SWEEP_GRADIENT = 0      # g += the blocks' g: sum g^2, g += lam w; diag's preconditioner
+    SWEEP_START = 1         # s = 0, r = -g, p = r / diag: sum r.p, sum p^2
+    SWEEP_STEP = 2          # s += a p, r -= a q: sum r^2, sum r^2 / diag
+    SWEEP_DIRECTION = 3     # p = r / diag + beta p: sum p^2
+    SWEEP_RADIUS = 4        # sum diag s^2, sum diag s p, sum diag p^2
+
+
+cdef void _sweep(int kind, const Team* team, const NewtonProblem* P, const double* g,
+                 double* u, double* diag, double* s, double* r, double* pq, double a,
+                 double beta, double* out) noexcept nogil:
+    """One sweep ``kind`` over the m-vectors in the team's ranges of features (u: g for
+    SWEEP_GRADIENT, else unused); out: its sums, range by range in order. Where p is made,
+    q = lam p, and each block's copy gets p and q = 0 (_hessian_times)."""
+    cdef Py_ssize_t b
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _sweep_range(kind, team, P, g, u, diag, s, r, pq, a, beta, team.cols[b],
+                     team.cols[b + 1], &team.part[3 * b])
+    out[0] = out[1] = out[2] = 0.0
+    for b in range(team.size):
+        out[0] += team.part[3 * b]
+        out[1] += team.part[3 * b + 1]
+        out[2] += team.part[3 * b + 2]
+
+
+cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const double* g,
+                       double* u, double* diag, double* s, double* r, double* pq, double a,
+                       double beta, Py_ssize_t lo, Py_ssize_t hi, double* out) noexcept nogil:
+    """_sweep over the features lo .. hi - 1."""
+    cdef Py_ssize_t j, b, m = team.m, k = team.size
+    cdef double x, q, s0 = 0.0, s1 = 0.0, s2 = 0.0
+    cdef double* own
+    if kind == SWEEP_GRADIENT:
+        for j in range(lo, hi):
+            x = u[j]
+            q = diag[j]
+            for b in range(1, k):
+                own = _team_own(team, b)
+                x += own[j]
+                q += own[m + j]
+            s0 += x * x
+            u[j] = x + P.lam * P.w[j]
+            diag[j] = P.lam + PRECOND_MIX * q
+    elif kind == SWEEP_STEP:
+        for j in range(lo, hi):
+            q = pq[2 * j + 1]
+            for b in range(1, k):
+                q += _team_own(team, b)[2 * j + 1]
+            s[j] += a * pq[2 * j]
+            r[j] -= a * q
+            s0 += r[j] * r[j]
+            s1 += r[j] * r[j] / diag[j]
+    elif kind == SWEEP_RADIUS:
+        for j in range(lo, hi):
+            s0 += diag[j] * s[j] * s[j]
+            s1 += diag[j] * s[j] * pq[2 * j]
+            s2 += diag[j] * pq[2 * j] * pq[2 * j]
+    else:
+        for j in range(lo, hi):
+            if kind == SWEEP_START:
+                s[j] = 0.0
+                r[j] = -g[j]
+                x = r[j] / diag[j]
+                s0 += r[j] * x
+            else:
+                x = r[j] / diag[j] + beta * pq[2 * j]
+            pq[2 * j] = x
+            pq[2 * j + 1] = P.lam * x
+            s1 += x * x
+            for b in range(1, k):
+                own = _team_own(team, b)
+                own[2 * j] = x
+                own[2 * j + 1] = 0.0
+    out[0] = s0
+    out[1] = s1
+    out[2] = s2
+
+
 cdef void _cg_solve(const floating* data, const index_t* indices, const index_t* indptr,
-                    const NewtonProblem* P, const NewtonOptions* opt, const double* curv,
+                    const NewtonProblem* P, const Team* team, const NewtonOptions* opt,
+                    const double* curv,
                     const double* g, const double* diag, double* s, double* r, double* pq,
                     Py_ssize_t m, double dual, double floor, double aim, bint model_ok,
                     double radius, Py_ssize_t limit, epoch_hook hook, void* ctx,
@@ -407,8 +617,9 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
     sqrt(sum diag s^2) reaches ``radius`` (bounded: s ends on that sphere; converged too)
     or ``limit`` products; cg_out: the products, stop_out: the hook's stop request (Ctrl-C
     between products)."""
-    cdef Py_ssize_t j, cg = 0
+    cdef Py_ssize_t cg = 0
     cdef double gnorm, rstop, target, rz, rz_new, rr, pHp, a, beta, ss, sp, pp, spp
+    cdef double sums[3]
     cdef int stop = 0
     # the residual is about the next gradient, and a gradient below sqrt(2 lam target)
     # certifies (gap = ||g||^2 / (2 lam)): no need to solve more exactly than that
@@ -425,40 +636,26 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
     # each sweep over the m-vectors does all it can (at news20's 1.7 million features
     # they are as much memory traffic as the product): the direction p is made with its
     # product's start q = lam p, and the step's update with the residual's two norms
-    rz = 0.0
-    pp = 0.0
-    for j in range(m):
-        s[j] = 0.0
-        r[j] = -g[j]
-        pq[2 * j] = r[j] / diag[j]
-        pq[2 * j + 1] = P.lam * pq[2 * j]
-        rz += r[j] * pq[2 * j]
-        pp += pq[2 * j] * pq[2 * j]
+    _sweep(SWEEP_START, team, P, g, NULL, <double*>diag, s, r, pq, 0.0, 0.0, sums)
+    rz, pp = sums[0], sums[1]
     converged[0] = False
     bounded[0] = False
     while cg < limit:
-        pHp = P.lam * pp + _hessian_times(data, indices, indptr, P, curv, pq, m)
+        pHp = P.lam * pp + _hessian_times(data, indices, indptr, P, team, curv, pq, m)
         cg += 1
         if not (pHp > 0.0):
             break
         a = rz / pHp
         if radius < INFINITY:
-            ss, sp, spp = 0.0, 0.0, 0.0
-            for j in range(m):
-                ss += diag[j] * s[j] * s[j]
-                sp += diag[j] * s[j] * pq[2 * j]
-                spp += diag[j] * pq[2 * j] * pq[2 * j]
+            _sweep(SWEEP_RADIUS, team, P, NULL, NULL, <double*>diag, s, r, pq, 0.0, 0.0,
+                   sums)
+            ss, sp, spp = sums[0], sums[1], sums[2]
             if ss + a * (2.0 * sp + a * spp) >= radius * radius:
                 # to the sphere along p: the root a of ||s + a p||^2 = radius^2
                 a = (sqrt(max(sp * sp + spp * (radius * radius - ss), 0.0)) - sp) / spp
                 bounded[0] = True
-        rr = 0.0
-        rz_new = 0.0
-        for j in range(m):
-            s[j] += a * pq[2 * j]
-            r[j] -= a * pq[2 * j + 1]
-            rr += r[j] * r[j]
-            rz_new += r[j] * r[j] / diag[j]
+        _sweep(SWEEP_STEP, team, P, NULL, NULL, <double*>diag, s, r, pq, a, 0.0, sums)
+        rr, rz_new = sums[0], sums[1]
         if bounded[0] or sqrt(rr) <= rstop:
             converged[0] = True
             break
@@ -468,11 +665,8 @@ cdef void _cg_solve(const floating* data, const index_t* indices, const index_t*
                 break
         beta = rz_new / rz
         rz = rz_new
-        pp = 0.0
-        for j in range(m):
-            pq[2 * j] = r[j] / diag[j] + beta * pq[2 * j]
-            pq[2 * j + 1] = P.lam * pq[2 * j]
-            pp += pq[2 * j] * pq[2 * j]
+        _sweep(SWEEP_DIRECTION, team, P, NULL, NULL, <double*>diag, s, r, pq, 0.0, beta, sums)
+        pp = sums[1]
     cg_out[0] = cg
     stop_out[0] = stop
 
@@ -531,7 +725,10 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     res.dense_steps = 0
     res.n_epochs = 0
     res.primal = res.dual = res.gap = NAN
-    if buf == NULL:
+    # the passes' blocks of rows and threads (the team)
+    cdef Team team
+    if buf == NULL or not _team_init(&team, indptr, n, m, opt.n_threads):
+        free(buf)
         res.status = STATUS_NO_MEMORY
         return
     z = buf
@@ -558,7 +755,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
         res.p0 += _row_weight(P, i) * loss_value(&P.loss, 0.0, P.y[i])
     res.p0 /= n
     floor = gap_floor(res.p0)
-    _scores(data, indices, indptr, P, P.w, z)
+    _scores(data, indices, indptr, P, &team, P.w, z)
     res.passes = 1
     fresh = True
     if smoothing:
@@ -571,7 +768,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     cg = 0
     t = NAN
     while True:
-        e = _gradient(data, indices, indptr, P, &L, z, dv, curv, g, diag, m)
+        e = _gradient(data, indices, indptr, P, &team, &L, z, dv, curv, g, diag, m)
         res.passes += 1
         primal = e.loss_sum + 0.5 * P.lam * _dot(P.w, P.w, m)
         dual = -0.5 * e.xta_sq / P.lam - e.conj_sum
@@ -593,7 +790,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 if polished and not fresh:
                     # the primal of scores recomputed from w, as to certify (else the
                     # gradient of those scores next)
-                    _scores(data, indices, indptr, P, P.w, z)
+                    _scores(data, indices, indptr, P, &team, P.w, z)
                     res.passes += 1
                     fresh = True
                     primal = _primal_at(P, z, m)
@@ -626,7 +823,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 stop_after_report = True
         if gap_certifies(gap, dual, opt.tol, floor):
             if not fresh:   # certify on scores recomputed from w, not carried along
-                _scores(data, indices, indptr, P, P.w, z)
+                _scores(data, indices, indptr, P, &team, P.w, z)
                 res.passes += 1
                 fresh = True
                 continue
@@ -656,8 +853,8 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
         converged = False
         bounded = False
         if not dense:
-            _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m, dual, floor,
-                      POLISH_AIM if polishing else 1.0, model_ok, radius,
+            _cg_solve(data, indices, indptr, P, &team, opt, curv, g, diag, s, r, pq, m, dual,
+                      floor, POLISH_AIM if polishing else 1.0, model_ok, radius,
                       opt.max_cg if H == NULL else min(opt.max_cg, budget),
                       hook, ctx, &cg, &stop, &converged, &bounded)
             res.passes += cg
@@ -680,7 +877,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 H = NULL
                 dense = False
                 if cg == 0:
-                    _cg_solve(data, indices, indptr, P, opt, curv, g, diag, s, r, pq, m,
+                    _cg_solve(data, indices, indptr, P, &team, opt, curv, g, diag, s, r, pq, m,
                               dual, floor, 1.0, model_ok, radius, opt.max_cg, hook, ctx, &cg,
                               &stop, &converged, &bounded)
                     res.passes += cg
@@ -688,7 +885,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                         status = stop
                         break
         # --- backtracking (Armijo) line search along s, on the scores z + t X s
-        _scores(data, indices, indptr, P, s, u)
+        _scores(data, indices, indptr, P, &team, s, u)
         res.passes += 1
         ws = _dot(P.w, s, m)
         ss = _dot(s, s, m)
@@ -742,6 +939,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     res.status = status
     free(H)
     free(buf)
+    _team_free(&team)
     free(polish_buf)
     free(polish_index)
 
@@ -779,12 +977,12 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t n_features, const double[::1] y, str loss, double param, double lam,
           double bias, double[::1] w, double tol, Py_ssize_t max_epochs, double cg_forcing,
           Py_ssize_t max_cg, mon, double[::1] dual, weight=None, double[::1] scores=None,
-          const double[::1] sqnorm=None):
+          const double[::1] sqnorm=None, int n_threads=1):
     """Run newton_run on validated arrays (w is the start and is written in place; dual
     receives the certificate's dual point; ``scores``, if given (n), the scores of the
     returned w, ``X w + bias w[d]``, when it converged; ``sqnorm``, if given (n), the rows'
     squared norms, as validated), reporting every iteration to
-    ``mon`` (which must expect NEWTON_HOOK_VALUES values).
+    ``mon`` (which must expect NEWTON_HOOK_VALUES values). ``n_threads``: NewtonOptions'.
     Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps)."""
     cdef NewtonProblem P
     cdef NewtonOptions opt = newton_default_options()
@@ -825,6 +1023,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.max_epochs = max_epochs
     opt.cg_forcing = cg_forcing
     opt.max_cg = max_cg
+    opt.n_threads = n_threads if n_threads > 1 else 1
     with nogil:
         _newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook,
                     <void*>mon, out, norms)

@@ -98,7 +98,13 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         too.
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem on X of 2^18 nonzeros or more: the passes over X (gradient, Hessian
+        products, scores) in ``n_jobs`` blocks of rows and CG's vector sweeps in as many
+        ranges of features, each block summing into its own copy of the vectors (memory:
+        ``n_jobs - 1`` copies of ``2 n_features`` floats). The same ``n_jobs`` gives the
+        same model bit for bit; another count sums in another order (the same optimum to
+        the certified tolerance).
     smoothing, epsilon : float, optional
         The parameter of ``"smooth_hinge"`` / of the epsilon-insensitive loss (default 0.1).
     fit_intercept : bool
@@ -137,7 +143,7 @@ def _engine(p, o, mon):
     status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps = _newton.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, bias, w,
         p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight,
-        scores=scores, sqnorm=p.X.sqnorm)
+        scores=scores, sqnorm=p.X.sqnorm, n_threads=p.n_jobs)
     note = ""
     if stalled:
         note = ("The line search found no decrease at this precision (the gap is at the "
