@@ -20,12 +20,16 @@
 5. ``--solvers`` (item 2's table for every other solver; ``threads_solvers.py``): every
    ``train_*`` with its defaults, one-vs-rest on Statlog satellite and one problem on a9a
    (the kernel solvers on spambase).
+6. ``--newton`` (``threads_newton.py``): ``train_newton`` and ``train_linear`` on one
+   problem at C = 100 and 10^4, ``n_jobs=1`` against 2, beside liblinear-multicore's
+   ``-s 0`` with ``-m 1`` and ``-m 2``, news20 binary and IMDB.
 
 Usage::
 
     DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--data reuters] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
     DUALSOLVE_DATA=... python bench/threads.py --solvers [--rounds 3] [--json out.json]
+    DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --newton [--C 1e4]
 """
 import argparse
 import json
@@ -136,6 +140,11 @@ def main(argv=None):
                     help="item 1: n_jobs=2 against liblinear and liblinear-multicore")
     ap.add_argument("--solvers", action="store_true",
                     help="every train_* with its defaults, n_jobs=1 against n_jobs=2")
+    ap.add_argument("--newton", action="store_true",
+                    help="train_newton / train_linear on one problem at a large C, n_jobs=1 "
+                         "against 2, beside liblinear-multicore -s 0 -m 1 / -m 2")
+    ap.add_argument("--C", nargs="*", type=float, default=[100.0, 1e4],
+                    help="--newton: the values of C")
     ap.add_argument("--data", nargs="*", default=None,
                     help="data sets to run (default: every one; --vs-liblinear: news20 imdb)")
     ap.add_argument("--multicore", default=os.environ.get("LIBLINEAR_MULTICORE"),
@@ -149,6 +158,11 @@ def main(argv=None):
         import threads_liblinear
         threads_liblinear.main(args.data or ["news20", "imdb"], args.rounds, args.multicore,
                                args.json, args.blas_threads)
+        return
+    if args.newton:
+        import threads_newton
+        threads_newton.main(args.data or ["news20", "imdb"], args.C, args.rounds,
+                            args.multicore, args.json)
         return
     if args.solvers:
         import threads_solvers
