@@ -19,6 +19,8 @@ import numpy as np
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sparse_dot_even, sparse_axpy_odd, sparse_sqnorm,
                                   prefetch_records)
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_size, blocks_init,
+                                     blocks_free)
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
                                      loss_deriv, loss_curvature, loss_conj, loss_smoothable,
@@ -85,13 +87,8 @@ DEF POLISH_RANGE = 16.0
 DEF POLISH_EPOCHS = 2
 DEF POLISH_AIM = 8.0
 cdef Py_ssize_t DENSE_MAX_COLUMNS = 2048
-#: threads (NewtonOptions.n_threads) on X of at least this many nonzeros: below it a pass
-#: takes well under a millisecond, and a parallel region's start and the blocks' merge
-#: are a larger share of it (the CSR check's bound, _core/csr.pyx)
-cdef Py_ssize_t THREADS_MIN_NNZ = 1 << 18
-#: a row's cost in nonzeros when the rows are cut into blocks of equal work (its loop's
-#: overhead, its scores' and curvature's arithmetic)
-DEF ROW_COST = 4
+#: threads (NewtonOptions.n_threads) on X of at least this many nonzeros (_core/blocks.pxd)
+cdef Py_ssize_t THREADS_MIN_NNZ = BLOCKS_MIN_NNZ
 
 
 def _threads_min_nnz(value=None):
@@ -125,7 +122,7 @@ cdef NewtonOptions newton_default_options() noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# the team: a solve's passes over X in blocks of rows, one thread each
+# the team: a solve's passes over X in blocks of rows, one thread each (_core/blocks.pxd)
 #
 # Block b >= 1 sums its rows' part of X^T(...) into its own copy of the m-vectors (a
 # Hessian product: p and q interleaved, as the shared pq; the gradient: g then diag),
@@ -139,8 +136,9 @@ cdef NewtonOptions newton_default_options() noexcept nogil:
 cdef struct Team:
     Py_ssize_t size         # blocks (1: serial)
     Py_ssize_t m            # length of the m-vectors
-    Py_ssize_t* rows        # size + 1 row cuts, by work (nonzeros + ROW_COST per row)
-    Py_ssize_t* cols        # size + 1 cuts of the m-vectors, equal ranges
+    Py_ssize_t* rows        # size + 1 row cuts (Blocks)
+    Py_ssize_t* cols        # size + 1 cuts of the m-vectors
+    Blocks blocks
     double* own             # (size - 1) x 2m: block b's copy at own + (b - 1) 2m
     double* part            # 3 x size partial sums, block by block
     KahanSum* sums          # 2 x size: the gradient's loss and conjugate sums
@@ -150,43 +148,35 @@ cdef bint _team_init(Team* team, const index_t* indptr, Py_ssize_t n, Py_ssize_t
                      int threads) noexcept nogil:
     """Blocks for ``threads`` threads (one where X is small, or without memory for the
     copies); False: no memory even for one."""
-    cdef Py_ssize_t b, i = 0, size = 1
-    cdef double work, per
-    if threads > 1 and indptr[n] >= THREADS_MIN_NNZ:
-        size = min(<Py_ssize_t>threads, n)
+    cdef Py_ssize_t size = blocks_size(indptr, n, threads, THREADS_MIN_NNZ)
     team.m = m
     team.own = NULL
+    team.part = NULL
+    team.sums = NULL
     if size > 1:
         team.own = <double*>malloc((size - 1) * 2 * m * sizeof(double))
         if team.own == NULL:
             size = 1
+    if not blocks_init(&team.blocks, indptr, n, m, size):
+        free(team.own)
+        return False
     team.size = size
-    team.rows = <Py_ssize_t*>malloc(2 * (size + 1) * sizeof(Py_ssize_t))
+    team.rows = team.blocks.rows
+    team.cols = team.blocks.cols
     team.part = <double*>malloc(3 * size * sizeof(double))
     team.sums = <KahanSum*>malloc(2 * size * sizeof(KahanSum))
-    if team.rows == NULL or team.part == NULL or team.sums == NULL:
+    if team.part == NULL or team.sums == NULL:
         _team_free(team)
         return False
-    team.cols = team.rows + size + 1
-    per = (<double>indptr[n] + ROW_COST * <double>n) / size
-    team.rows[0] = 0
-    for b in range(1, size):
-        while i < n and indptr[i] + ROW_COST * <double>i < b * per:
-            i += 1
-        team.rows[b] = i
-    team.rows[size] = n
-    for b in range(size + 1):
-        team.cols[b] = m * b // size
     return True
 
 
 cdef void _team_free(Team* team) noexcept nogil:
     free(team.own)
-    free(team.rows)
     free(team.part)
     free(team.sums)
+    blocks_free(&team.blocks)
     team.own = NULL
-    team.rows = NULL
     team.part = NULL
     team.sums = NULL
 
