@@ -96,6 +96,9 @@ ctypedef struct SvrgOptions:
     Py_ssize_t max_epochs
     unsigned long long seed
     Py_ssize_t table_max      # flush at least every this many steps (catch-up table size)
+    int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each snapshot's
+                              # pass over X in that many blocks of rows (_core/blocks.pxd),
+                              # the same result for the same count; the steps stay serial
 
 
 ctypedef struct SvrgResult:

@@ -69,6 +69,7 @@ table row of s = 0 is the identity), and the soft threshold of a touched step us
 copysign/fmax: the sign of x_j is random over a row, and mispredicted branches cost more
 than the memory traffic (a factor 2.7 on SVRG's epoch with the state in cache).
 """
+from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 from libc.math cimport fabs, fmax, copysign, log, log1p, ceil, isfinite, NAN, INFINITY
 from libc.stdlib cimport malloc, free
@@ -76,6 +77,8 @@ from libc.string cimport memset
 
 import numpy as np
 
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_size, blocks_init,
+                                     blocks_free)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -604,16 +607,70 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     return 0
 
 
+cdef struct Team:
+    Blocks blocks           # the snapshot's blocks of rows (_core/blocks.pxd)
+    double* own             # (size - 1) x d: block b's mu at own + (b - 1) d
+    KahanSum* sums          # size: the blocks' loss sums
+
+
+cdef bint _team_init(Team* team, const index_t* indptr, Py_ssize_t n, Py_ssize_t d,
+                     int threads) noexcept nogil:
+    """Blocks for ``threads`` threads (one on small X, or without memory for the copies);
+    False: no memory even for one."""
+    cdef Py_ssize_t size = blocks_size(indptr, n, threads, BLOCKS_MIN_NNZ)
+    team.own = NULL
+    if size > 1:
+        team.own = <double*>malloc((size - 1) * d * sizeof(double))
+        if team.own == NULL:
+            size = 1
+    team.sums = <KahanSum*>malloc(size * sizeof(KahanSum))
+    if team.sums == NULL or not blocks_init(&team.blocks, indptr, n, d, size):
+        free(team.own)
+        free(team.sums)
+        return False
+    return True
+
+
+cdef void _team_free(Team* team) noexcept nogil:
+    free(team.own)
+    free(team.sums)
+    blocks_free(&team.blocks)
+
+
 cdef void _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
-                    VRState* S, const double* x, double* mu, KahanSum* loss_sum) noexcept nogil:
+                    VRState* S, const Team* team, const double* x, double* mu,
+                    KahanSum* loss_sum) noexcept nogil:
     """One pass over X at the snapshot x: gs_i = c_i phi'(a_i.x), mu = (1/n) sum_i gs_i a_i
     and loss_sum = sum_i c_i phi(a_i.x) (compensated; c_i = 1 without weights, and a row of
-    weight 0 is skipped: gs_i = 0)."""
+    weight 0 is skipped: gs_i = 0). In the team's blocks of rows, block b >= 1 summing
+    into its own mu; then mu adds them by ranges of features, block by block."""
+    cdef Py_ssize_t b, j, k, size = team.blocks.size, d = S.d
+    cdef const Blocks* B = &team.blocks
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        team.sums[b] = ksum_new()
+        _snapshot_rows(data, indices, indptr, S, x,
+                       mu if b == 0 else team.own + (b - 1) * d, B.rows[b], B.rows[b + 1],
+                       &team.sums[b])
+    if size == 1:
+        loss_sum[0] = team.sums[0]
+        return
+    loss_sum[0] = ksum_new()
+    for b in range(size):
+        ksum_add(loss_sum, ksum_value(&team.sums[b]))
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        for k in range(1, size):
+            for j in range(B.cols[b], B.cols[b + 1]):
+                mu[j] += team.own[(k - 1) * d + j]
+
+
+cdef void _snapshot_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                         VRState* S, const double* x, double* mu, Py_ssize_t lo,
+                         Py_ssize_t hi, KahanSum* loss_sum) noexcept nogil:
+    """_snapshot over rows lo .. hi - 1, into mu (zeroed first)."""
     cdef Py_ssize_t i, start, nnz
     cdef double s, g, c, scale = 1.0 / S.n
     memset(mu, 0, S.d * sizeof(double))
-    loss_sum[0] = ksum_new()
-    for i in range(S.n):
+    for i in range(lo, hi):
         start = indptr[i]
         nnz = indptr[i + 1] - start
         if S.w != NULL:
@@ -727,6 +784,7 @@ cdef SvrgOptions svrg_default_options() noexcept nogil:
     o.max_epochs = 1000
     o.seed = 0
     o.table_max = TABLE_MAX
+    o.n_threads = 1
     return o
 
 
@@ -863,6 +921,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     cdef double* mu = NULL
     cdef double* coords = NULL
     cdef double* tables = NULL
+    cdef Team team
     T = m if m < opt.table_max else opt.table_max
     if T < 1:
         T = 1
@@ -876,7 +935,8 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     mu = <double*>malloc(dd * sizeof(double))
     coords = <double*>malloc(dd * width * sizeof(double))
     tables = <double*>malloc(_table_doubles(P.method, T) * sizeof(double))
-    if gs == NULL or mu == NULL or coords == NULL or tables == NULL:
+    if (gs == NULL or mu == NULL or coords == NULL or tables == NULL
+            or not _team_init(&team, indptr, n, dd, opt.n_threads)):
         free(gs)
         free(mu)
         free(coords)
@@ -917,7 +977,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
         chunk = 1
 
     res.status = STATUS_MAX_EPOCHS
-    _snapshot(data, indices, indptr, &S, P.x, mu, sums)
+    _snapshot(data, indices, indptr, &S, &team, P.x, mu, sums)
     _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
     res.passes = 1.0
     res.status = _epoch_status(out, kind, opt.tol, floor, target, res.passes, 0, values,
@@ -930,7 +990,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
             break
         epoch += 1
         _new_snapshot(&S, P.x, inv_norm)
-        _snapshot(data, indices, indptr, &S, P.x, mu, sums)
+        _snapshot(data, indices, indptr, &S, &team, P.x, mu, sums)
         _measures(&S, P.x, mu, sums, P.lam, P.l1, out)
         res.passes += 1.0 + <double>m / n
         res.status = _epoch_status(out, kind, opt.tol, floor, target, res.passes, epoch,
@@ -944,6 +1004,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     free(mu)
     free(coords)
     free(tables)
+    _team_free(&team)
     return res.status
 
 
@@ -957,7 +1018,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double l1, double[::1] x, int method, double step, Py_ssize_t steps_per_epoch,
           double tau1, int option, double tol, Py_ssize_t max_epochs,
           unsigned long long seed, mon, trace=None, Py_ssize_t table_max=TABLE_MAX,
-          const double[::1] weight=None):
+          const double[::1] weight=None, int n_threads=1):
     """Run svrg_run (prox-SVRG: method 0, Katyusha: method 1) on validated arrays,
     reporting every epoch to ``mon`` (which must expect SVRG_HOOK_VALUES values).
 
@@ -968,6 +1029,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     entries (k = 1 for SVRG: x; k = 2 for Katyusha: z then y) that receives the iterate
     after every step (tests; O(d) per step). ``table_max``: flush at least every this many
     steps. ``weight``: None, or the n row weights c_i >= 0 (the loss part sums c_i phi_i).
+    ``n_threads``: SvrgOptions'.
     Returns (status, n_epochs, primal, dual, gap, measure, measure_kind, p0, scale).
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1, d = n_features
@@ -1005,6 +1067,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.max_epochs = max_epochs
     opt.seed = seed
     opt.table_max = table_max if table_max > 0 else 1
+    opt.n_threads = n_threads if n_threads > 1 else 1
     with nogil:
         svrg_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.measure,

@@ -68,7 +68,7 @@ def _engine(p, o, mon, *, method, trace=None, table_max=65536):
     status, n_epochs, primal, dual, gap, measure, kind, p0, scale = _svrg.solve(
         p.X.data, p.X.indices, p.X.indptr, d, p.y, p.loss, p.loss_param, lam, l1, x, method,
         step, m, tau1, option, p.tol, p.max_epochs, p.seed, mon, trace=trace,
-        table_max=table_max, weight=p.weight)
+        table_max=table_max, weight=p.weight, n_threads=p.n_jobs)
     info.update(steps_per_epoch=m, p0=p0, scale=scale, measure=MEASURES[kind])
     return Result(status, n_epochs, coef=x, measure=measure,
                   threshold=p.tol * scale if MEASURES[kind] == "grad_norm2" else
@@ -178,7 +178,11 @@ _TAIL = """
         Starting point (e.g. ``previous_model.coef`` for a nearby ``lam``).
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem on X of 2^18 nonzeros or more: each snapshot's pass over X (its full
+        gradient) in ``n_jobs`` blocks of rows, the stochastic steps serial; the same
+        ``n_jobs`` gives the same model bit for bit (memory: ``n_jobs - 1`` copies of the
+        gradient).
 
     Returns
     -------

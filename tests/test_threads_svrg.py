@@ -1,0 +1,60 @@
+"""SVRG and Katyusha with n_jobs: each snapshot's pass over X in blocks of rows
+(dualsolve/_core/blocks.pxd), the steps serial. The certified optimum of one thread, and a
+result that depends on the block count only."""
+import hashlib
+
+import numpy as np
+import pytest
+
+import dualsolve as ds
+from dualsolve import _threads
+from dualsolve._core import parallel
+from test_threads import _child, _sparse_problem
+
+N, D = 20000, 200_000           # 300,000 nonzeros: over the blocks' 2^18
+
+
+def _fingerprint(model):
+    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return _sparse_problem(N, D, seed=4)
+
+
+@pytest.mark.parametrize("train", [ds.train_svrg, ds.train_katyusha])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_snapshots_in_threads_reach_the_certified_optimum_of_one(train, weighted, problem):
+    X, y = problem
+    kw = dict(loss="logistic", tol=1e-9, max_epochs=500)
+    if weighted:
+        weight = np.random.default_rng(4).random(N) * 2.0
+        weight[::5] = 0.0
+        kw["sample_weight"] = weight
+    one = train(X, y, **kw)
+    runs = [train(X, y, n_jobs=2, **kw) for _ in range(2)]
+    two = runs[0]
+    assert one.converged and two.converged
+    P1, P2 = one.history["primal"][-1], two.history["primal"][-1]
+    D1, D2 = P1 - one.history["gap"][-1], P2 - two.history["gap"][-1]
+    assert P2 >= D1 - 1e-15 and P1 >= D2 - 1e-15
+    assert abs(P2 - P1) <= 1e-9 * P1
+    assert _fingerprint(runs[1]) == _fingerprint(two) and runs[1].n_epochs == two.n_epochs
+    if _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
+        # two blocks sum mu in another order: a different computation, not one thread's
+        assert _fingerprint(one) != _fingerprint(two)
+
+
+def test_a_team_of_one_runs_every_snapshot_block(tmp_path, problem):
+    if _threads.effective_n_jobs(2) < 2 or not parallel.openmp_enabled():
+        pytest.skip("one core or a serial build: n_jobs=2 runs one block")
+    code = ("import hashlib, test_threads as t, dualsolve as ds; "
+            f"X, y = t._sparse_problem({N}, {D}, seed=4); "
+            "m = ds.train_svrg(X, y, loss='logistic', tol=1e-9, n_jobs=2); "
+            "print(m.stop_reason, hashlib.sha256(m.coef.tobytes()).hexdigest()[:16])")
+    stop, fingerprint = _child(code, tmp_path, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    X, y = problem
+    two = ds.train_svrg(X, y, loss="logistic", tol=1e-9, n_jobs=2)
+    assert stop == "converged"
+    assert fingerprint == _fingerprint(two)
