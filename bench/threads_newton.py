@@ -101,9 +101,9 @@ def one(data, C, rounds, multicore):
         one_, two = np.asarray(ours[f"{s} 1"]["seconds"]), np.asarray(ours[f"{s} 2"]["seconds"])
         out[f"{s} speed-up"] = report.stats(list(one_ / two))
     for k, v in mc.items():
-        if v["seconds"]:
-            v["ours newton 2 / this"] = report.stats(
-                list(np.asarray(ours["newton 2"]["seconds"]) / np.asarray(v["seconds"])))
+        for s in OURS if v["seconds"] else ():
+            v[f"ours {s} 2 / this"] = report.stats(
+                list(np.asarray(ours[f"{s} 2"]["seconds"]) / np.asarray(v["seconds"])))
     if len(mc) == 2 and mc[1]["seconds"] and mc[2]["seconds"]:
         out["multicore speed-up"] = report.stats(
             list(np.asarray(mc[1]["seconds"]) / np.asarray(mc[2]["seconds"])))
@@ -126,7 +126,9 @@ def _line(r):
         for k, v in mc.items():
             if v["seconds"]:
                 parts.append(f"liblinear-multicore {v['opts']} {np.median(v['seconds']):.2f} s "
-                             f"(ours n_jobs=2 / it {report.fmt_range(v['ours newton 2 / this'])})")
+                             f"(ours n_jobs=2 / it: train_newton "
+                             f"{report.fmt_range(v['ours newton 2 / this'])}, train_linear "
+                             f"{report.fmt_range(v['ours linear 2 / this'])})")
             else:
                 parts.append(f"liblinear-multicore -s 0 -m {k}: target not reached by its "
                              f"-e ladder")
