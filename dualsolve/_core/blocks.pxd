@@ -3,17 +3,19 @@
 (Newton's passes, the SVRG / Katyusha snapshot): ``size`` blocks of consecutive rows cut
 to equal work (nonzeros plus BLOCK_ROW_COST per row), one thread each, and as many equal
 ranges of a vector of length m for the sweeps that combine the blocks' sums. Block 0
-writes the solve's own vectors, block b >= 1 its own copy; every sum is taken block by
-block in order, so the result depends on ``size`` only (a smaller team, e.g. under
-OMP_THREAD_LIMIT, runs several blocks: the same bits). One block is the serial pass."""
+writes the solve's own vectors, block b >= 1 its own copy (``blocks_own``); every sum is
+taken block by block in order (``part`` and ``sums`` hold the blocks' partial sums), so
+the result depends on ``size`` only (a smaller team, e.g. under OMP_THREAD_LIMIT, runs
+several blocks: the same bits). One block is the serial pass."""
 from libc.stdlib cimport malloc, free
 
 from dualsolve._core.csr cimport index_t
+from dualsolve._core.ksum cimport KahanSum
 
-#: threads on X of at least this many nonzeros: below it a pass takes well under a
-#: millisecond, and a parallel region's start and the blocks' merge are a larger share
-#: (the CSR check's bound, _core/csr.pyx)
 cdef enum:
+    #: threads on X of at least this many nonzeros: below it a pass takes well under a
+    #: millisecond, and a parallel region's start and the blocks' merge are a larger
+    #: share (the CSR check's bound, _core/csr.pyx)
     BLOCKS_MIN_NNZ = 1 << 18
     #: a row's cost in nonzeros (its loop's overhead, its scores' and loss's arithmetic)
     BLOCK_ROW_COST = 4
@@ -23,25 +25,46 @@ ctypedef struct Blocks:
     Py_ssize_t size         # blocks (1: serial)
     Py_ssize_t* rows        # size + 1 row cuts
     Py_ssize_t* cols        # size + 1 cuts of the m-vectors
+    Py_ssize_t width        # doubles of a block's copy
+    double* own             # (size - 1) x width: block b's copy (b >= 1), NULL for one
+    double* part            # parts x size partial sums, block b's at b * parts
+    KahanSum* sums          # parts x size compensated partial sums, likewise
 
 
-cdef inline Py_ssize_t blocks_size(const index_t* indptr, Py_ssize_t n, int threads,
-                                   Py_ssize_t min_nnz) noexcept nogil:
-    """How many blocks ``threads`` threads get: one where X has fewer than ``min_nnz``
-    nonzeros, never more than the rows."""
-    if threads <= 1 or indptr[n] < min_nnz or n < 2:
-        return 1
-    return threads if threads < n else n
+cdef inline void blocks_free(Blocks* B) noexcept nogil:
+    free(B.own)
+    free(B.rows)
+    free(B.part)
+    free(B.sums)
+    B.own = NULL
+    B.rows = NULL
+    B.cols = NULL
+    B.part = NULL
+    B.sums = NULL
 
 
 cdef inline bint blocks_init(Blocks* B, const index_t* indptr, Py_ssize_t n, Py_ssize_t m,
-                             Py_ssize_t size) noexcept nogil:
-    """``size`` blocks of the n rows and of the m-vectors; False: no memory."""
-    cdef Py_ssize_t b, i = 0
+                             int threads, Py_ssize_t min_nnz, Py_ssize_t width,
+                             Py_ssize_t parts) noexcept nogil:
+    """Blocks for ``threads`` threads: one where X has fewer than ``min_nnz`` nonzeros or
+    there is no memory for the copies, never more than the rows; False: no memory even for
+    one (nothing to free)."""
+    cdef Py_ssize_t b, i = 0, size = 1
     cdef double per
+    if threads > 1 and indptr[n] >= min_nnz and n >= 2:
+        size = threads if threads < n else n
+    B.own = NULL
+    if size > 1:
+        B.own = <double*>malloc((size - 1) * width * sizeof(double))
+        if B.own == NULL:
+            size = 1
     B.size = size
+    B.width = width
     B.rows = <Py_ssize_t*>malloc(2 * (size + 1) * sizeof(Py_ssize_t))
-    if B.rows == NULL:
+    B.part = <double*>malloc(parts * size * sizeof(double) + 1)
+    B.sums = <KahanSum*>malloc(parts * size * sizeof(KahanSum) + 1)
+    if B.rows == NULL or B.part == NULL or B.sums == NULL:
+        blocks_free(B)
         return False
     B.cols = B.rows + size + 1
     per = (<double>indptr[n] + BLOCK_ROW_COST * <double>n) / size
@@ -56,7 +79,6 @@ cdef inline bint blocks_init(Blocks* B, const index_t* indptr, Py_ssize_t n, Py_
     return True
 
 
-cdef inline void blocks_free(Blocks* B) noexcept nogil:
-    free(B.rows)
-    B.rows = NULL
-    B.cols = NULL
+cdef inline double* blocks_own(const Blocks* B, Py_ssize_t b) noexcept nogil:
+    """Block b's copy (b >= 1)."""
+    return B.own + (b - 1) * B.width

@@ -19,7 +19,7 @@ import numpy as np
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sparse_dot_even, sparse_axpy_odd, sparse_sqnorm,
                                   prefetch_records)
-from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_size, blocks_init,
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free)
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
@@ -122,7 +122,8 @@ cdef NewtonOptions newton_default_options() noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# the team: a solve's passes over X in blocks of rows, one thread each (_core/blocks.pxd)
+# the team: a solve's passes over X in blocks of rows, one thread each (a Blocks,
+# _core/blocks.pxd; a block's copy holds 2m doubles, its partial sums 3)
 #
 # Block b >= 1 sums its rows' part of X^T(...) into its own copy of the m-vectors (a
 # Hessian product: p and q interleaved, as the shared pq; the gradient: g then diag),
@@ -133,65 +134,12 @@ cdef NewtonOptions newton_default_options() noexcept nogil:
 # runs every block). One block is the serial solve, operation for operation.
 
 
-cdef struct Team:
-    Py_ssize_t size         # blocks (1: serial)
-    Py_ssize_t m            # length of the m-vectors
-    Py_ssize_t* rows        # size + 1 row cuts (Blocks)
-    Py_ssize_t* cols        # size + 1 cuts of the m-vectors
-    Blocks blocks
-    double* own             # (size - 1) x 2m: block b's copy at own + (b - 1) 2m
-    double* part            # 3 x size partial sums, block by block
-    KahanSum* sums          # 2 x size: the gradient's loss and conjugate sums
-
-
-cdef bint _team_init(Team* team, const index_t* indptr, Py_ssize_t n, Py_ssize_t m,
-                     int threads) noexcept nogil:
-    """Blocks for ``threads`` threads (one where X is small, or without memory for the
-    copies); False: no memory even for one."""
-    cdef Py_ssize_t size = blocks_size(indptr, n, threads, THREADS_MIN_NNZ)
-    team.m = m
-    team.own = NULL
-    team.part = NULL
-    team.sums = NULL
-    if size > 1:
-        team.own = <double*>malloc((size - 1) * 2 * m * sizeof(double))
-        if team.own == NULL:
-            size = 1
-    if not blocks_init(&team.blocks, indptr, n, m, size):
-        free(team.own)
-        return False
-    team.size = size
-    team.rows = team.blocks.rows
-    team.cols = team.blocks.cols
-    team.part = <double*>malloc(3 * size * sizeof(double))
-    team.sums = <KahanSum*>malloc(2 * size * sizeof(KahanSum))
-    if team.part == NULL or team.sums == NULL:
-        _team_free(team)
-        return False
-    return True
-
-
-cdef void _team_free(Team* team) noexcept nogil:
-    free(team.own)
-    free(team.part)
-    free(team.sums)
-    blocks_free(&team.blocks)
-    team.own = NULL
-    team.part = NULL
-    team.sums = NULL
-
-
-cdef inline double* _team_own(const Team* team, Py_ssize_t b) noexcept nogil:
-    """Block b's copy of the m-vectors (b >= 1)."""
-    return team.own + (b - 1) * 2 * team.m
-
-
 cdef inline double _row_weight(const NewtonProblem* P, Py_ssize_t i) noexcept nogil:
     return 1.0 if P.weight == NULL else P.weight[i]
 
 
 cdef void _scores(const floating* data, const index_t* indices, const index_t* indptr,
-                  const NewtonProblem* P, const Team* team, const double* v,
+                  const NewtonProblem* P, const Blocks* team, const double* v,
                   double* out) noexcept nogil:
     """out = X v (+ bias * v[d]), in the team's threads (each row its own: the same result
     for any team)."""
@@ -212,7 +160,7 @@ cdef struct Eval:
 
 
 cdef Eval _gradient(const floating* data, const index_t* indices, const index_t* indptr,
-                    const NewtonProblem* P, const Team* team, const Loss* L, const double* z,
+                    const NewtonProblem* P, const Blocks* team, const Loss* L, const double* z,
                     double* dv, double* curv, double* g, double* diag,
                     Py_ssize_t m) noexcept nogil:
     """One pass over X at the scores z: dv_i = c_i phi'(z_i)/n, curv_i = c_i phi''(z_i)/n,
@@ -229,8 +177,8 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
         team.sums[2 * b] = ksum_new()
         team.sums[2 * b + 1] = ksum_new()
         _gradient_rows(data, indices, indptr, P, L, z, dv, curv,
-                       g if b == 0 else _team_own(team, b),
-                       diag if b == 0 else _team_own(team, b) + m, team.rows[b],
+                       g if b == 0 else blocks_own(team, b),
+                       diag if b == 0 else blocks_own(team, b) + m, team.rows[b],
                        team.rows[b + 1], m, &team.sums[2 * b], &team.sums[2 * b + 1])
     if team.size == 1:
         ls, cs = team.sums[0], team.sums[1]
@@ -302,7 +250,7 @@ cdef double _primal_at(const NewtonProblem* P, const double* z, Py_ssize_t m) no
 
 
 cdef double _hessian_times(const floating* data, const index_t* indices, const index_t* indptr,
-                           const NewtonProblem* P, const Team* team, const double* curv,
+                           const NewtonProblem* P, const Blocks* team, const double* curv,
                            double* pq, Py_ssize_t m) noexcept nogil:
     """q += X^T (curv * (X p)) in one pass, each row read once for both products (q = lam
     p on entry, set where p was made); returns sum_i curv_i (x_i.p)^2, the data's part of
@@ -314,7 +262,7 @@ cdef double _hessian_times(const floating* data, const index_t* indices, const i
     cdef double php = 0.0
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         team.part[b] = _hessian_rows(data, indices, indptr, P, curv,
-                                     pq if b == 0 else _team_own(team, b), team.rows[b],
+                                     pq if b == 0 else blocks_own(team, b), team.rows[b],
                                      team.rows[b + 1], m)
     for b in range(team.size):
         php += team.part[b]
@@ -523,7 +471,7 @@ cdef enum:
     SWEEP_RADIUS = 4        # sum diag s^2, sum diag s p, sum diag p^2
 
 
-cdef void _sweep(int kind, const Team* team, const NewtonProblem* P, const double* g,
+cdef void _sweep(int kind, const Blocks* team, const NewtonProblem* P, const double* g,
                  double* u, double* diag, double* s, double* r, double* pq, double a,
                  double beta, double* out) noexcept nogil:
     """One sweep ``kind`` over the m-vectors in the team's ranges of features (u: g for
@@ -540,11 +488,11 @@ cdef void _sweep(int kind, const Team* team, const NewtonProblem* P, const doubl
         out[2] += team.part[3 * b + 2]
 
 
-cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const double* g,
+cdef void _sweep_range(int kind, const Blocks* team, const NewtonProblem* P, const double* g,
                        double* u, double* diag, double* s, double* r, double* pq, double a,
                        double beta, Py_ssize_t lo, Py_ssize_t hi, double* out) noexcept nogil:
     """_sweep over the features lo .. hi - 1."""
-    cdef Py_ssize_t j, b, m = team.m, k = team.size
+    cdef Py_ssize_t j, b, m = team.cols[team.size], k = team.size
     cdef double x, q, s0 = 0.0, s1 = 0.0, s2 = 0.0
     cdef double* own
     if kind == SWEEP_GRADIENT:
@@ -552,7 +500,7 @@ cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const
             x = u[j]
             q = diag[j]
             for b in range(1, k):
-                own = _team_own(team, b)
+                own = blocks_own(team, b)
                 x += own[j]
                 q += own[m + j]
             s0 += x * x
@@ -562,7 +510,7 @@ cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const
         for j in range(lo, hi):
             q = pq[2 * j + 1]
             for b in range(1, k):
-                q += _team_own(team, b)[2 * j + 1]
+                q += blocks_own(team, b)[2 * j + 1]
             s[j] += a * pq[2 * j]
             r[j] -= a * q
             s0 += r[j] * r[j]
@@ -585,7 +533,7 @@ cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const
             pq[2 * j + 1] = P.lam * x
             s1 += x * x
             for b in range(1, k):
-                own = _team_own(team, b)
+                own = blocks_own(team, b)
                 own[2 * j] = x
                 own[2 * j + 1] = 0.0
     out[0] = s0
@@ -594,7 +542,7 @@ cdef void _sweep_range(int kind, const Team* team, const NewtonProblem* P, const
 
 
 cdef void _cg_solve(const floating* data, const index_t* indices, const index_t* indptr,
-                    const NewtonProblem* P, const Team* team, const NewtonOptions* opt,
+                    const NewtonProblem* P, const Blocks* team, const NewtonOptions* opt,
                     const double* curv,
                     const double* g, const double* diag, double* s, double* r, double* pq,
                     Py_ssize_t m, double dual, double floor, double aim, bint model_ok,
@@ -716,8 +664,9 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     res.n_epochs = 0
     res.primal = res.dual = res.gap = NAN
     # the passes' blocks of rows and threads (the team)
-    cdef Team team
-    if buf == NULL or not _team_init(&team, indptr, n, m, opt.n_threads):
+    cdef Blocks team
+    if buf == NULL or not blocks_init(&team, indptr, n, m, opt.n_threads, THREADS_MIN_NNZ,
+                                      2 * m, 3):
         free(buf)
         res.status = STATUS_NO_MEMORY
         return
@@ -929,7 +878,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     res.status = status
     free(H)
     free(buf)
-    _team_free(&team)
+    blocks_free(&team)
     free(polish_buf)
     free(polish_index)
 

@@ -77,7 +77,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_size, blocks_init,
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
 from dualsolve._core.hooks cimport python_hook
@@ -607,50 +607,18 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     return 0
 
 
-cdef struct Team:
-    Blocks blocks           # the snapshot's blocks of rows (_core/blocks.pxd)
-    double* own             # (size - 1) x d: block b's mu at own + (b - 1) d
-    KahanSum* sums          # size: the blocks' loss sums
-
-
-cdef bint _team_init(Team* team, const index_t* indptr, Py_ssize_t n, Py_ssize_t d,
-                     int threads) noexcept nogil:
-    """Blocks for ``threads`` threads (one on small X, or without memory for the copies);
-    False: no memory even for one."""
-    cdef Py_ssize_t size = blocks_size(indptr, n, threads, BLOCKS_MIN_NNZ)
-    team.own = NULL
-    if size > 1:
-        team.own = <double*>malloc((size - 1) * d * sizeof(double))
-        if team.own == NULL:
-            size = 1
-    team.sums = <KahanSum*>malloc(size * sizeof(KahanSum))
-    if team.sums == NULL or not blocks_init(&team.blocks, indptr, n, d, size):
-        free(team.own)
-        free(team.sums)
-        return False
-    return True
-
-
-cdef void _team_free(Team* team) noexcept nogil:
-    free(team.own)
-    free(team.sums)
-    blocks_free(&team.blocks)
-
-
 cdef void _snapshot(const floating* data, const index_t* indices, const index_t* indptr,
-                    VRState* S, const Team* team, const double* x, double* mu,
+                    VRState* S, const Blocks* team, const double* x, double* mu,
                     KahanSum* loss_sum) noexcept nogil:
     """One pass over X at the snapshot x: gs_i = c_i phi'(a_i.x), mu = (1/n) sum_i gs_i a_i
     and loss_sum = sum_i c_i phi(a_i.x) (compensated; c_i = 1 without weights, and a row of
     weight 0 is skipped: gs_i = 0). In the team's blocks of rows, block b >= 1 summing
     into its own mu; then mu adds them by ranges of features, block by block."""
-    cdef Py_ssize_t b, j, k, size = team.blocks.size, d = S.d
-    cdef const Blocks* B = &team.blocks
+    cdef Py_ssize_t b, j, k, size = team.size
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
         team.sums[b] = ksum_new()
-        _snapshot_rows(data, indices, indptr, S, x,
-                       mu if b == 0 else team.own + (b - 1) * d, B.rows[b], B.rows[b + 1],
-                       &team.sums[b])
+        _snapshot_rows(data, indices, indptr, S, x, mu if b == 0 else blocks_own(team, b),
+                       team.rows[b], team.rows[b + 1], &team.sums[b])
     if size == 1:
         loss_sum[0] = team.sums[0]
         return
@@ -659,8 +627,8 @@ cdef void _snapshot(const floating* data, const index_t* indices, const index_t*
         ksum_add(loss_sum, ksum_value(&team.sums[b]))
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
         for k in range(1, size):
-            for j in range(B.cols[b], B.cols[b + 1]):
-                mu[j] += team.own[(k - 1) * d + j]
+            for j in range(team.cols[b], team.cols[b + 1]):
+                mu[j] += blocks_own(team, k)[j]
 
 
 cdef void _snapshot_rows(const floating* data, const index_t* indices, const index_t* indptr,
@@ -921,7 +889,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     cdef double* mu = NULL
     cdef double* coords = NULL
     cdef double* tables = NULL
-    cdef Team team
+    cdef Blocks team
     T = m if m < opt.table_max else opt.table_max
     if T < 1:
         T = 1
@@ -936,7 +904,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     coords = <double*>malloc(dd * width * sizeof(double))
     tables = <double*>malloc(_table_doubles(P.method, T) * sizeof(double))
     if (gs == NULL or mu == NULL or coords == NULL or tables == NULL
-            or not _team_init(&team, indptr, n, dd, opt.n_threads)):
+            or not blocks_init(&team, indptr, n, dd, opt.n_threads, BLOCKS_MIN_NNZ, dd, 1)):
         free(gs)
         free(mu)
         free(coords)
@@ -1004,7 +972,7 @@ cdef int svrg_run(const floating* data, const index_t* indices, const index_t* i
     free(mu)
     free(coords)
     free(tables)
-    _team_free(&team)
+    blocks_free(&team)
     return res.status
 
 
