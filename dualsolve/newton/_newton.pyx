@@ -321,14 +321,41 @@ def dense_budget(const index_t[::1] indptr, Py_ssize_t n_columns, bint bias):
 
 
 cdef void _hessian_dense(const floating* data, const index_t* indices, const index_t* indptr,
-                         const NewtonProblem* P, const double* curv, double* H,
-                         Py_ssize_t m) noexcept nogil:
+                         const NewtonProblem* P, const Blocks* team, const double* curv,
+                         double* H, Py_ssize_t m) noexcept nogil:
     """The lower triangle of H = lam I + sum_i curv_i x_i x_i^T (row-major, H[a m + b] for
-    a >= b; the bias column last), in one pass over X."""
+    a >= b; the bias column last), in one pass over X, in the team's blocks of rows: block
+    b >= 1 into its own m x m (_dense_copy), then H adds the copies entry by entry in
+    block order."""
+    cdef Py_ssize_t b, a, k, size = team.size, mm = m * m
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        _hessian_dense_rows(data, indices, indptr, P, curv,
+                            H if b == 0 else _dense_copy(H, m, b), team.rows[b],
+                            team.rows[b + 1], m)
+    if size > 1:
+        for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+            for a in range(mm * b // size, mm * (b + 1) // size):
+                for k in range(1, size):
+                    H[a] += _dense_copy(H, m, k)[a]
+    for a in range(m):
+        H[a * m + a] += P.lam
+
+
+cdef inline double* _dense_copy(double* H, Py_ssize_t m, Py_ssize_t b) noexcept nogil:
+    """Block b's (b >= 1) m x m copy in the explicit Hessian's buffer: after H (m^2) and
+    the solve's scratch (m)."""
+    return H + m * m + m + (b - 1) * m * m
+
+
+cdef void _hessian_dense_rows(const floating* data, const index_t* indices,
+                              const index_t* indptr, const NewtonProblem* P,
+                              const double* curv, double* H, Py_ssize_t first,
+                              Py_ssize_t end, Py_ssize_t m) noexcept nogil:
+    """_hessian_dense's sums over rows first .. end - 1 (H zeroed first; no lam)."""
     cdef Py_ssize_t i, k, l, a, b, lo, hi, last = m - 1
     cdef double v
     memset(H, 0, m * m * sizeof(double))
-    for i in range(P.n):
+    for i in range(first, end):
         if curv[i] == 0.0:
             continue
         lo, hi = indptr[i], indptr[i + 1]
@@ -345,8 +372,6 @@ cdef void _hessian_dense(const floating* data, const index_t* indices, const ind
                 H[last * m + a] += v * P.bias
         if P.bias != 0.0:
             H[last * m + last] += curv[i] * P.bias * P.bias
-    for a in range(m):
-        H[a * m + a] += P.lam
 
 
 cdef bint _cholesky_solve(double* H, const double* g, double* s, Py_ssize_t m) noexcept nogil:
@@ -397,23 +422,40 @@ cdef inline double _dot(const double* a, const double* b, Py_ssize_t m) noexcept
     return s
 
 
-cdef void _slope(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
-                 double t, double ws, double ss, double* d1, double* d2) noexcept nogil:
-    """First and (generalised) second derivative in t of P(w + t s), from the scores."""
+cdef void _slope(const NewtonProblem* P, const Blocks* team, const Loss* L, const double* z,
+                 const double* u, double t, double ws, double ss, double* d1,
+                 double* d2) noexcept nogil:
+    """First and (generalised) second derivative in t of P(w + t s), from the scores (the
+    team's blocks of rows, their sums added in order)."""
+    cdef Py_ssize_t b
+    cdef double a = 0.0, c = 0.0
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _slope_rows(P, L, z, u, t, team.rows[b], team.rows[b + 1], &team.part[3 * b])
+    for b in range(team.size):
+        a += team.part[3 * b]
+        c += team.part[3 * b + 1]
+    d1[0] = a / P.n + P.lam * (ws + t * ss)
+    d2[0] = c / P.n + P.lam * ss
+
+
+cdef void _slope_rows(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
+                      double t, Py_ssize_t lo, Py_ssize_t hi, double* out) noexcept nogil:
+    """_slope's sums over rows lo .. hi - 1 into out[0], out[1]."""
     cdef Py_ssize_t i
     cdef double c, a = 0.0, b = 0.0, v
-    for i in range(P.n):
+    for i in range(lo, hi):
         c = _row_weight(P, i)
         if c != 0.0 and u[i] != 0.0:
             v = z[i] + t * u[i]
             a += c * loss_deriv(L, v, P.y[i]) * u[i]
             b += c * loss_curvature(L, v, P.y[i]) * u[i] * u[i]
-    d1[0] = a / P.n + P.lam * (ws + t * ss)
-    d2[0] = b / P.n + P.lam * ss
+    out[0] = a
+    out[1] = b
 
 
-cdef double _exact_step(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
-                        double ws, double ss, double gs) noexcept nogil:
+cdef double _exact_step(const NewtonProblem* P, const Blocks* team, const Loss* L,
+                        const double* z, const double* u, double ws, double ss,
+                        double gs) noexcept nogil:
     """argmin_t P(w + t s) for a descent direction s (P'(0) = gs < 0): Newton's method on the
     increasing P'(t), safeguarded by a bracket [lo, hi] with P'(lo) < 0 < P'(hi). O(n) per
     evaluation, no pass over X. For a piecewise quadratic loss (squared hinge) the step lands
@@ -421,18 +463,18 @@ cdef double _exact_step(const NewtonProblem* P, const Loss* L, const double* z, 
     from t = 1 cannot find when the generalised Hessian misleads."""
     cdef double lo = 0.0, hi = 1.0, t = 1.0, d1, d2, tn
     cdef int k
-    _slope(P, L, z, u, hi, ws, ss, &d1, &d2)
+    _slope(P, team, L, z, u, hi, ws, ss, &d1, &d2)
     k = 0
     while d1 < 0.0 and k < 60:          # find an upper end (a full step is usually past it)
         lo = hi
         hi *= 2.0
-        _slope(P, L, z, u, hi, ws, ss, &d1, &d2)
+        _slope(P, team, L, z, u, hi, ws, ss, &d1, &d2)
         k += 1
     if d1 < 0.0:
         return hi
     t = hi if lo == 0.0 else lo
     for k in range(60):
-        _slope(P, L, z, u, t, ws, ss, &d1, &d2)
+        _slope(P, team, L, z, u, t, ws, ss, &d1, &d2)
         if fabs(d1) <= 1e-12 * fabs(gs):
             return t
         if d1 < 0.0:
@@ -448,19 +490,37 @@ cdef double _exact_step(const NewtonProblem* P, const Loss* L, const double* z, 
     return lo
 
 
-cdef double _line_change(const NewtonProblem* P, const Loss* L, const double* z, const double* u,
-                         double t, double ws, double ss) noexcept nogil:
+cdef double _line_change(const NewtonProblem* P, const Blocks* team, const Loss* L,
+                         const double* z, const double* u, double t, double ws,
+                         double ss) noexcept nogil:
     """P(w + t s) - P(w) from the scores z and u = X s, row by row (a difference of
-    nearby values per row, summed with compensation: accurate where P itself is not)."""
+    nearby values per row, summed with compensation: accurate where P itself is not), in
+    the team's blocks of rows (two logarithms a row: on a9a a trial cost as much as a
+    pass over X)."""
     cdef KahanSum acc = ksum_new()
+    cdef Py_ssize_t b
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _line_change_rows(P, L, z, u, t, team.rows[b], team.rows[b + 1], &team.sums[b])
+    if team.size == 1:
+        acc = team.sums[0]
+    else:
+        for b in range(team.size):
+            ksum_add(&acc, ksum_value(&team.sums[b]))
+    return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
+
+
+cdef void _line_change_rows(const NewtonProblem* P, const Loss* L, const double* z,
+                            const double* u, double t, Py_ssize_t lo, Py_ssize_t hi,
+                            KahanSum* acc) noexcept nogil:
+    """_line_change's sum over rows lo .. hi - 1 into acc (reset first)."""
     cdef Py_ssize_t i
     cdef double c
-    for i in range(P.n):
+    acc[0] = ksum_new()
+    for i in range(lo, hi):
         c = _row_weight(P, i)
         if c != 0.0 and u[i] != 0.0:
-            ksum_add(&acc, c * (loss_value(L, z[i] + t * u[i], P.y[i])
-                                - loss_value(L, z[i], P.y[i])))
-    return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
+            ksum_add(acc, c * (loss_value(L, z[i] + t * u[i], P.y[i])
+                               - loss_value(L, z[i], P.y[i])))
 
 
 cdef enum:
@@ -684,8 +744,8 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
     # where CG's truncation keeps the step in scale: heart_scale, hinge)
     budget = 0 if smoothing else _dense_budget(indptr, P.n, m, P.bias != 0.0)
     if budget > 0:
-        # (and m for the solve; NULL, no memory: CG, as for wide X)
-        H = <double*>malloc((m * m + m) * sizeof(double))
+        # (and m for the solve, and the blocks' copies; NULL, no memory: CG, as for wide X)
+        H = <double*>malloc((m * m + m + (team.size - 1) * m * m) * sizeof(double))
     polishing = not smoothing and budget == 0 and opt.tol > 0
     # P(0) = (1/n) sum c phi(0): the scale of tol (and of the divergence watch)
     memset(z, 0, n * sizeof(double))
@@ -804,7 +864,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
             dense = H != NULL and not converged and cg >= budget
         if dense:
             # --- the exact Newton step: one pass forms the Hessian, its factor solves
-            _hessian_dense(data, indices, indptr, P, curv, H, m)
+            _hessian_dense(data, indices, indptr, P, &team, curv, H, m)
             res.passes += 1
             if _cholesky_solve(H, g, s, m):
                 memset(r, 0, m * sizeof(double))
@@ -833,9 +893,9 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
         predicted = 0.5 * (gs - _dot(s, r, m))
         t = 1.0
         if exact_search:
-            t = _exact_step(P, &L, z, u, ws, ss, gs)
+            t = _exact_step(P, &team, &L, z, u, ws, ss, gs)
         for h in range(MAX_HALVINGS):
-            change = _line_change(P, &L, z, u, t, ws, ss)
+            change = _line_change(P, &team, &L, z, u, t, ws, ss)
             if change <= ARMIJO * t * gs:
                 break
             t *= 0.5
