@@ -102,9 +102,10 @@ def train_newton(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         problem on X of 2^18 nonzeros or more: the passes over X (gradient, Hessian
         products, scores) in ``n_jobs`` blocks of rows and CG's vector sweeps in as many
         ranges of features, each block summing into its own copy of the vectors (memory:
-        ``n_jobs - 1`` copies of ``2 n_features`` floats). The same ``n_jobs`` gives the
-        same model bit for bit; another count sums in another order (the same optimum to
-        the certified tolerance).
+        ``n_jobs - 1`` copies of ``2 n_features`` floats, and on narrow X, where the
+        explicit Hessian is formed, of that ``n_features^2`` matrix). The same ``n_jobs``
+        gives the same model bit for bit; another count sums in another order (the same
+        optimum to the certified tolerance).
     smoothing, epsilon : float, optional
         The parameter of ``"smooth_hinge"`` / of the epsilon-insensitive loss (default 0.1).
     fit_intercept : bool
