@@ -10,6 +10,17 @@ def stats(xs):
     return dict(median=float(np.median(xs)), min=float(min(xs)), max=float(max(xs)))
 
 
+def keep(results, row, line, json_path=None):
+    """Append ``row`` to ``results``, print its ``line``, and rewrite ``json_path`` (if
+    given) with all results so far: a long bench stopped midway keeps its rows."""
+    import json
+    results.append(row)
+    print(line, flush=True)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1, default=float)
+
+
 def fmt_range(st, digits=2, collapse=False):
     """"median (min-max)" of a :func:`stats` dict ("-" for None); ``collapse``: just the
     median when all values were equal."""

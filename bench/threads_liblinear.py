@@ -26,7 +26,6 @@ next threaded solve; so the BLAS pool is held to ``blas_threads`` threads (1 unl
 brings).
 """
 import contextlib
-import json
 import time
 
 import numpy as np
@@ -170,9 +169,5 @@ def main(data, rounds, multicore, json_path, blas_threads=1):
             with _blas_limit(blas_threads):
                 r = one(d, loss, rounds, multicore)
             r["blas_threads"] = blas_threads
-            results.append(r)
-            print(_line(r), flush=True)
-            if json_path:
-                with open(json_path, "w") as f:
-                    json.dump(results, f, indent=1, default=float)
+            report.keep(results, r, _line(r), json_path)
     return results

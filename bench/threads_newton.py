@@ -17,7 +17,6 @@ every suboptimality is an upper bound on the true one. Rounds alternate the orde
 first reads the core-to-core round trip. The BLAS pool is held to one thread
 (threads_liblinear: its spinning workers slow a threaded solve's start).
 """
-import json
 import time
 
 import numpy as np
@@ -143,9 +142,5 @@ def main(data, Cs, rounds, multicore, json_path):
         for C in Cs:
             with threads_liblinear._blas_limit(1):
                 r = one(d, C, rounds, multicore)
-            results.append(r)
-            print(_line(r), flush=True)
-            if json_path:
-                with open(json_path, "w") as f:
-                    json.dump(results, f, indent=1, default=float)
+            report.keep(results, r, _line(r), json_path)
     return results
