@@ -145,6 +145,9 @@ ctypedef struct SpdcOptions:
     double factor             # Delta *= factor or /= factor (2)
     double delta_min          # floor on Delta (keeps tau finite when lam = 0)
     Py_ssize_t table_max      # longest prox-power table (0: closed forms only)
+    int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each evaluation's
+                              # pass over X in that many blocks of rows (_core/blocks.pxd),
+                              # the same result for the same count; the steps stay serial
 
 
 ctypedef struct SpdcResult:

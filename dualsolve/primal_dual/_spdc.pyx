@@ -31,6 +31,7 @@ feature off the row follows one affine map, so 16 bytes a feature (v, u) and fou
 scalars carry x and xprev, and evaluations work on that state directly (see "the scaled
 fast path" below).
 """
+from cython.parallel cimport prange
 from libc.math cimport INFINITY, NAN, sqrt, log, exp, log1p, expm1, fabs, isfinite, ceil
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
@@ -38,6 +39,8 @@ from libc.stdint cimport int64_t, uint64_t
 
 import numpy as np
 
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
+                                     blocks_free)
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
@@ -589,16 +592,51 @@ cdef int _measure_kind(const SpdcProblem* P) noexcept nogil:
 
 
 cdef void _row_pass(const floating* data, const index_t* indices, const index_t* indptr,
-                    SpdcProblem* P, const double* x, double* u, Py_ssize_t stride,
-                    double* grad, KahanSum* sums) noexcept nogil:
+                    SpdcProblem* P, const Blocks* team, const double* x, double* u,
+                    Py_ssize_t stride, double* grad, KahanSum* sums) noexcept nogil:
     """The evaluation's pass over the rows, with x_j = x[stride j] and u_j = u[stride j]
     (u zeroed beforehand): the scores into P.z, sums[0] += the losses, sums[1] += the
     conjugates at -y (compensated sums), u += A^T y / n, and (grad not NULL) grad += the
     loss gradient. With weights: c_i times each row's loss, conjugate (at -eta_i),
-    dual variable and gradient; a row of weight 0 adds nothing."""
+    dual variable and gradient; a row of weight 0 adds nothing. In the team's blocks of
+    rows (_core/blocks.pxd): block b >= 1 into its own u and gradient (from 0), added
+    back by ranges of features in block order, its sums after block 0's."""
+    cdef Py_ssize_t b, j, k, d = P.d, size = team.size
+    cdef double* own
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        if b == 0:
+            _row_pass_rows(data, indices, indptr, P, x, stride, u, stride, grad,
+                           team.rows[0], team.rows[1], sums)
+        else:
+            own = blocks_own(team, b)
+            memset(own, 0, 2 * d * sizeof(double))
+            team.sums[2 * b] = ksum_new()
+            team.sums[2 * b + 1] = ksum_new()
+            _row_pass_rows(data, indices, indptr, P, x, stride, own, 1,
+                           own + d if grad != NULL else NULL, team.rows[b],
+                           team.rows[b + 1], &team.sums[2 * b])
+    if size == 1:
+        return
+    for b in range(1, size):
+        ksum_add(&sums[0], ksum_value(&team.sums[2 * b]))
+        ksum_add(&sums[1], ksum_value(&team.sums[2 * b + 1]))
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        for k in range(1, size):
+            own = blocks_own(team, k)
+            for j in range(team.cols[b], team.cols[b + 1]):
+                u[stride * j] += own[j]
+                if grad != NULL:
+                    grad[j] += own[d + j]
+
+
+cdef void _row_pass_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                         SpdcProblem* P, const double* x, Py_ssize_t stride, double* u,
+                         Py_ssize_t u_stride, double* grad, Py_ssize_t first, Py_ssize_t end,
+                         KahanSum* sums) noexcept nogil:
+    """_row_pass over rows first .. end - 1 (u_j = u[u_stride j])."""
     cdef Py_ssize_t i, q, lo, hi
     cdef double z, c, r, ci = 1.0, inv_n = 1.0 / <double>P.n
-    for i in range(P.n):
+    for i in range(first, end):
         lo = indptr[i]
         hi = indptr[i + 1]
         z = 0.0
@@ -617,7 +655,7 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
         c = ci * P.y[i] * inv_n
         if c != 0.0:
             for q in range(lo, hi):
-                u[stride * indices[q]] += c * data[q]
+                u[u_stride * indices[q]] += c * data[q]
         if grad != NULL:
             r = ci * loss_deriv(&P.loss, z, P.b[i]) * inv_n
             if r != 0.0:
@@ -626,7 +664,8 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
 
 
 cdef void _evaluate(const floating* data, const index_t* indices, const index_t* indptr,
-                    SpdcProblem* P, const LazyParams* lp, double* out) noexcept nogil:
+                    SpdcProblem* P, const Blocks* team, const LazyParams* lp,
+                    double* out) noexcept nogil:
     """out = (primal, dual, gap, measure). Leaves x flushed to P.t and u = A^T y / n."""
     cdef Py_ssize_t i, j, n = P.n, d = P.d
     cdef SpdcFeature* feat = P.feat
@@ -645,7 +684,7 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
         memset(grad, 0, d * sizeof(double))
     sums[0] = ksum_new()
     sums[1] = ksum_new()
-    _row_pass(data, indices, indptr, P, &feat[0].x, &feat[0].u, 4,
+    _row_pass(data, indices, indptr, P, team, &feat[0].x, &feat[0].u, 4,
               grad if kind == MEASURE_GRAD else NULL, sums)
     loss_sum = ksum_value(&sums[0])
     conj_sum = ksum_value(&sums[1])
@@ -694,8 +733,8 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
 
 
 cdef void _evaluate_scaled(const floating* data, const index_t* indices,
-                           const index_t* indptr, SpdcProblem* P, ScaledState* S,
-                           double* out) noexcept nogil:
+                           const index_t* indptr, SpdcProblem* P, const Blocks* team,
+                           ScaledState* S, double* out) noexcept nogil:
     """_evaluate on the scaled state (pure L2: the measure is the gap) without P.feat: the
     previous row's records get their true u back, v <- x with A = 1, B = 0 (as in a
     rebase), u is recomputed as A^T y / n, and the previous row's offset goes back on.
@@ -716,7 +755,7 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     S.Bp = S.tau
     sums[0] = ksum_new()
     sums[1] = ksum_new()
-    _row_pass(data, indices, indptr, P, &sf[0].v, &sf[0].u, 2, NULL, sums)
+    _row_pass(data, indices, indptr, P, team, &sf[0].v, &sf[0].u, 2, NULL, sums)
     loss_sum = ksum_value(&sums[0])
     conj_sum = ksum_value(&sums[1])
     for j in range(d):
@@ -831,6 +870,7 @@ cdef SpdcOptions spdc_default_options() noexcept nogil:
     o.factor = 2.0
     o.delta_min = 0.0
     o.table_max = 1 << 20
+    o.n_threads = 1
     return o
 
 
@@ -912,6 +952,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef LazyParams lp
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
+    cdef Blocks team
     if ev < 1:
         ev = 1
     # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
@@ -932,7 +973,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     G = <double*>malloc(max_pts * sizeof(double))
     tw = <double*>malloc(max_pts * sizeof(double))
     dyb = <double*>malloc(P.batch * sizeof(double))
-    if G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and with_tab and tab == NULL):
+    if (G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and with_tab and tab == NULL)
+            or not blocks_init(&team, indptr, P.n, P.d, opt.n_threads, BLOCKS_MIN_NNZ,
+                               2 * P.d, 2)):
         free(tab)
         free(G)
         free(tw)
@@ -962,7 +1005,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         P.feat[j].xprev = P.feat[j].x
         P.feat[j].last = 0
     # initial evaluation (also makes u exact)
-    _evaluate(data, indices, indptr, P, &lp, out)
+    _evaluate(data, indices, indptr, P, &team, &lp, out)
     if kind == MEASURE_GRAD:
         memset(P.work_d, 0, P.d * sizeof(double))
     if not isfinite(out[0]):
@@ -993,9 +1036,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         evaluated = epoch % ev == 0 or epoch == opt.max_epochs
         if evaluated:
             if S != NULL and S.loaded:
-                _evaluate_scaled(data, indices, indptr, P, S, out)
+                _evaluate_scaled(data, indices, indptr, P, &team, S, out)
             else:
-                _evaluate(data, indices, indptr, P, &lp, out)
+                _evaluate(data, indices, indptr, P, &team, &lp, out)
             if kind == MEASURE_GRAD:
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
             if not isfinite(out[0]):
@@ -1052,6 +1095,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     free(G)
     free(tw)
     free(dyb)
+    blocks_free(&team)
     return res.status
 
 
@@ -1070,7 +1114,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           v, double delta_hat, int adapt, Py_ssize_t period, double c_lo, double c_hi,
           double factor, double delta_min, double tol, double scale, Py_ssize_t max_epochs,
           Py_ssize_t check_every, int sampling, unsigned long long seed, mon, x_out=None,
-          trace=None, Py_ssize_t table_max=1 << 20, const double[::1] weight=None):
+          trace=None, Py_ssize_t table_max=1 << 20, const double[::1] weight=None,
+          int n_threads=1):
     """Run spdc_run on validated arrays: x (the start, overwritten by the solution), y (the
     dual start, overwritten) and v (margins, dual-free only, overwritten) in place,
     reporting every epoch to ``mon`` (which must expect SPDC_HOOK_VALUES values).
@@ -1138,6 +1183,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.factor = factor
     opt.delta_min = delta_min
     opt.table_max = table_max
+    opt.n_threads = n_threads if n_threads > 1 else 1
     with nogil:
         spdc_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     if res.status != STATUS_NO_MEMORY:

@@ -89,7 +89,8 @@ def _engine(p, o, mon, *, method, adaptive, trace=None, table_max=1 << 20):
         p.X.data, p.X.indices, p.X.indptr, d, b, p.loss, p.loss_param, lam, l1, R, method,
         batch_size, x, ydual, v, delta0, rule if adaptive else 0, period, c_lo, c_hi, factor,
         delta_min, p.tol, scale, p.max_epochs, o["check_every"], SAMPLING[o["sampling"]],
-        p.seed, mon, x_out=x_out, trace=trace, table_max=table_max, weight=c)
+        p.seed, mon, x_out=x_out, trace=trace, table_max=table_max, weight=c,
+        n_threads=p.n_jobs)
     if c is not None:
         ydual = c * ydual                   # eta -> the weighted problem's dual
     info = dict(p0=p0, scale=scale, measure=MEASURES[kind], delta_hat=delta_final,
@@ -237,7 +238,11 @@ _PARAMS = """
         ``v0 = A x0``, and ``y0 = phi'(v0)``.
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem on X of 2^18 nonzeros or more: each evaluation's pass over X (the
+        certificate's, every ``check_every`` epochs) in ``n_jobs`` blocks of rows, the
+        steps serial; the same ``n_jobs`` gives the same model bit for bit (memory:
+        ``n_jobs - 1`` copies of ``2 n_features`` floats).
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i`` in the objective above; an integer weight equals repeating the
         row (at the same ``C``), a row of weight 0 leaves the problem (its ``y_i`` is 0).

@@ -1,6 +1,7 @@
-"""SVRG and Katyusha with n_jobs: each snapshot's pass over X in blocks of rows
-(dualsolve/_core/blocks.pxd), the steps serial. The certified optimum of one thread, and a
-result that depends on the block count only."""
+"""The primal-dual family's one problem with n_jobs: the SVRG / Katyusha snapshots' and
+the SPDC family's evaluations' passes over X in blocks of rows (dualsolve/_core/blocks.pxd),
+the steps serial. The certified optimum of one thread, and a result that depends on the
+block count only."""
 import hashlib
 
 import numpy as np
@@ -11,7 +12,9 @@ from dualsolve import _threads
 from dualsolve._core import parallel
 from test_threads import _child, _sparse_problem
 
-N, D = 20000, 200_000           # 300,000 nonzeros: over the blocks' 2^18
+# 300,000 nonzeros (over the blocks' 2^18), 15 rows a feature: the blocks' sums of a
+# feature's rows differ from one thread's order
+N, D = 20000, 20_000
 
 
 def _fingerprint(model):
@@ -23,7 +26,8 @@ def problem():
     return _sparse_problem(N, D, seed=4)
 
 
-@pytest.mark.parametrize("train", [ds.train_svrg, ds.train_katyusha])
+@pytest.mark.parametrize("train", [ds.train_svrg, ds.train_katyusha, ds.train_spdc,
+                                   ds.train_df_spdc, ds.train_adf_spdc])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_snapshots_in_threads_reach_the_certified_optimum_of_one(train, weighted, problem):
     X, y = problem
@@ -44,6 +48,28 @@ def test_snapshots_in_threads_reach_the_certified_optimum_of_one(train, weighted
     if _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
         # two blocks sum mu in another order: a different computation, not one thread's
         assert _fingerprint(one) != _fingerprint(two)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(loss="logistic", l1=1e-4),                 # SPDC's general evaluation
+    dict(loss="logistic", batch_size=8),
+    dict(loss="squared", lam=0.0, tol=1e-5),        # the gradient measure (a gradient copy)
+    dict(loss="squared", lam=0.0, l1=1e-3, tol=1e-6)])  # the rescaled gap
+def test_spdc_evaluations_in_threads_in_every_form(kw, problem):
+    X, y = problem
+    kw = dict(kw)
+    tol = kw.pop("tol", 1e-9)
+    one = ds.train_ada_spdc(X, y, tol=tol, max_epochs=1000, **kw)
+    two = ds.train_ada_spdc(X, y, tol=tol, max_epochs=1000, n_jobs=2, **kw)
+    assert one.converged and two.converged
+    assert two.params["measure"] == one.params["measure"]
+    P1, P2 = one.history["primal"][-1], two.history["primal"][-1]
+    if one.params["measure"] == "grad_norm2":
+        # no certificate: both near the same minimum value (the measure is ||grad||^2)
+        assert abs(P2 - P1) <= 1e-6 * max(P1, 1e-12) + 1e-12
+    else:
+        assert P2 >= P1 - one.history["gap"][-1] - 1e-15
+        assert P1 >= P2 - two.history["gap"][-1] - 1e-15
 
 
 def test_a_team_of_one_runs_every_snapshot_block(tmp_path, problem):
