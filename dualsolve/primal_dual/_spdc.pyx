@@ -592,20 +592,26 @@ cdef int _measure_kind(const SpdcProblem* P) noexcept nogil:
 
 
 cdef void _row_pass(const floating* data, const index_t* indices, const index_t* indptr,
-                    SpdcProblem* P, const Blocks* team, const double* x, double* u,
-                    Py_ssize_t stride, double* grad, KahanSum* sums) noexcept nogil:
+                    SpdcProblem* P, const Blocks* team, double* u0, const double* x,
+                    double* u, Py_ssize_t stride, double* grad, KahanSum* sums) noexcept nogil:
     """The evaluation's pass over the rows, with x_j = x[stride j] and u_j = u[stride j]
     (u zeroed beforehand): the scores into P.z, sums[0] += the losses, sums[1] += the
     conjugates at -y (compensated sums), u += A^T y / n, and (grad not NULL) grad += the
     loss gradient. With weights: c_i times each row's loss, conjugate (at -eta_i),
     dual variable and gradient; a row of weight 0 adds nothing. In the team's blocks of
     rows (_core/blocks.pxd): block b >= 1 into its own u and gradient (from 0), added
-    back by ranges of features in block order, its sums after block 0's."""
+    back by ranges of features in block order, its sums after block 0's; with more than
+    one block, block 0's u goes to ``u0`` (d, from 0): x and u share cache lines (the
+    feature records), which the other blocks read."""
     cdef Py_ssize_t b, j, k, d = P.d, size = team.size
     cdef double* own
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
-        if b == 0:
+        if b == 0 and size == 1:
             _row_pass_rows(data, indices, indptr, P, x, stride, u, stride, grad,
+                           team.rows[0], team.rows[1], sums)
+        elif b == 0:
+            memset(u0, 0, d * sizeof(double))
+            _row_pass_rows(data, indices, indptr, P, x, stride, u0, 1, grad,
                            team.rows[0], team.rows[1], sums)
         else:
             own = blocks_own(team, b)
@@ -621,6 +627,8 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
         ksum_add(&sums[0], ksum_value(&team.sums[2 * b]))
         ksum_add(&sums[1], ksum_value(&team.sums[2 * b + 1]))
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        for j in range(team.cols[b], team.cols[b + 1]):
+            u[stride * j] += u0[j]
         for k in range(1, size):
             own = blocks_own(team, k)
             for j in range(team.cols[b], team.cols[b + 1]):
@@ -664,7 +672,7 @@ cdef void _row_pass_rows(const floating* data, const index_t* indices, const ind
 
 
 cdef void _evaluate(const floating* data, const index_t* indices, const index_t* indptr,
-                    SpdcProblem* P, const Blocks* team, const LazyParams* lp,
+                    SpdcProblem* P, const Blocks* team, double* u0, const LazyParams* lp,
                     double* out) noexcept nogil:
     """out = (primal, dual, gap, measure). Leaves x flushed to P.t and u = A^T y / n."""
     cdef Py_ssize_t i, j, n = P.n, d = P.d
@@ -684,7 +692,7 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
         memset(grad, 0, d * sizeof(double))
     sums[0] = ksum_new()
     sums[1] = ksum_new()
-    _row_pass(data, indices, indptr, P, team, &feat[0].x, &feat[0].u, 4,
+    _row_pass(data, indices, indptr, P, team, u0, &feat[0].x, &feat[0].u, 4,
               grad if kind == MEASURE_GRAD else NULL, sums)
     loss_sum = ksum_value(&sums[0])
     conj_sum = ksum_value(&sums[1])
@@ -734,7 +742,7 @@ cdef void _evaluate(const floating* data, const index_t* indices, const index_t*
 
 cdef void _evaluate_scaled(const floating* data, const index_t* indices,
                            const index_t* indptr, SpdcProblem* P, const Blocks* team,
-                           ScaledState* S, double* out) noexcept nogil:
+                           double* u0, ScaledState* S, double* out) noexcept nogil:
     """_evaluate on the scaled state (pure L2: the measure is the gap) without P.feat: the
     previous row's records get their true u back, v <- x with A = 1, B = 0 (as in a
     rebase), u is recomputed as A^T y / n, and the previous row's offset goes back on.
@@ -755,7 +763,7 @@ cdef void _evaluate_scaled(const floating* data, const index_t* indices,
     S.Bp = S.tau
     sums[0] = ksum_new()
     sums[1] = ksum_new()
-    _row_pass(data, indices, indptr, P, team, &sf[0].v, &sf[0].u, 2, NULL, sums)
+    _row_pass(data, indices, indptr, P, team, u0, &sf[0].v, &sf[0].u, 2, NULL, sums)
     loss_sum = ksum_value(&sums[0])
     conj_sum = ksum_value(&sums[1])
     for j in range(d):
@@ -953,6 +961,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
     cdef Blocks team
+    cdef double* u0 = NULL          # block 0's u in the evaluations, with more than one block
     if ev < 1:
         ev = 1
     # tol = 0 runs the whole budget: a measure that rounds to <= 0 certifies nothing
@@ -982,6 +991,16 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         free(dyb)
         res.status = STATUS_NO_MEMORY
         return res.status
+    if team.size > 1:
+        u0 = <double*>malloc(P.d * sizeof(double))
+        if u0 == NULL:
+            free(tab)
+            free(G)
+            free(tw)
+            free(dyb)
+            blocks_free(&team)
+            res.status = STATUS_NO_MEMORY
+            return res.status
     res.status = STATUS_MAX_EPOCHS
     spdc_set_params(P, P.delta_hat)
     if P.batch == 1 and with_tab:
@@ -1005,7 +1024,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         P.feat[j].xprev = P.feat[j].x
         P.feat[j].last = 0
     # initial evaluation (also makes u exact)
-    _evaluate(data, indices, indptr, P, &team, &lp, out)
+    _evaluate(data, indices, indptr, P, &team, u0, &lp, out)
     if kind == MEASURE_GRAD:
         memset(P.work_d, 0, P.d * sizeof(double))
     if not isfinite(out[0]):
@@ -1036,9 +1055,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         evaluated = epoch % ev == 0 or epoch == opt.max_epochs
         if evaluated:
             if S != NULL and S.loaded:
-                _evaluate_scaled(data, indices, indptr, P, &team, S, out)
+                _evaluate_scaled(data, indices, indptr, P, &team, u0, S, out)
             else:
-                _evaluate(data, indices, indptr, P, &team, &lp, out)
+                _evaluate(data, indices, indptr, P, &team, u0, &lp, out)
             if kind == MEASURE_GRAD:
                 memset(P.work_d, 0, P.d * sizeof(double))   # the batch accumulator
             if not isfinite(out[0]):
@@ -1095,6 +1114,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     free(G)
     free(tw)
     free(dyb)
+    free(u0)
     blocks_free(&team)
     return res.status
 
