@@ -54,7 +54,7 @@ cdef inline bint blocks_init(Blocks* B, const index_t* indptr, Py_ssize_t n, Py_
     if threads > 1 and indptr[n] >= min_nnz and n >= 2:
         size = threads if threads < n else n
     B.own = NULL
-    if size > 1:
+    if size > 1 and width > 0:
         B.own = <double*>malloc((size - 1) * width * sizeof(double))
         if B.own == NULL:
             size = 1

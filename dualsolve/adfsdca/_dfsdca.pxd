@@ -82,6 +82,10 @@ ctypedef struct DfOptions:
     Py_ssize_t batch_size      # DF_EXACT: b > 1 runs Algorithm 4 (ceil(n/b) iterations per
                                # epoch); 1 the serial Algorithm 1
     int batch_sampling         # MB_ALG3 / MB_SYSTEMATIC (dualsolve._core.sampler)
+    int n_threads              # > 1 (OpenMP builds, X of 2^18+ nonzeros): each check's pass
+                               # over X in that many blocks of rows (_core/blocks.pxd), its
+                               # sums added in block order (the same result for the same
+                               # count); the steps stay serial
 
 
 ctypedef struct DfResult:

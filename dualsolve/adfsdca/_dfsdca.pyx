@@ -15,12 +15,14 @@ domain of the conjugate, else the certificate P(w) - D(alphatilde) with alphatil
 -c phi'(Xw) (always feasible) and D evaluated at w(alphatilde) = X^T alphatilde / (lam n).
 Both bound P(w) - P* from above (weak duality). The sums are compensated (_core/ksum.pxd).
 """
+from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, isfinite, NAN, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 import numpy as np
 
+from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_free
 from dualsolve._core.buffers cimport double_ptr, intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -53,6 +55,7 @@ cdef DfOptions df_default_options() noexcept nogil:
     o.step_cap = 0.0
     o.batch_size = 1
     o.batch_sampling = MB_ALG3
+    o.n_threads = 1
     return o
 
 
@@ -194,32 +197,27 @@ cdef double _sqnorm(const double* a, Py_ssize_t d) noexcept nogil:
 
 
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
-                 DfProblem* P, double* values) noexcept nogil:
+                 DfProblem* P, const Blocks* team, double* values) noexcept nogil:
     """values = primal, dual of the certificate, gap, max |kappa|, dual kind (docstring);
     weighted: primal (1/n) sum c_i phi + ..., dual -(1/n) sum c_i h(alpha_i / c_i) - ...,
-    alphatilde = -c phi'(Xw)."""
-    cdef Py_ssize_t i, start
-    cdef double zi, g, h, at, mk = 0.0, wn, li
+    alphatilde = -c phi'(Xw). The pass over the rows in the team's blocks, their sums
+    added in block order (_core/blocks.pxd)."""
+    cdef Py_ssize_t i, start, b
+    cdef double at, mk = 0.0, wn
     cdef double scale = 1.0 / (P.lam * P.n)
     cdef KahanSum ls = ksum_new(), cs = ksum_new()
     cdef bint feasible = True
-    for i in range(P.n):
-        start = indptr[i]
-        zi = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
-        P.z[i] = zi
-        li = loss_value(&P.loss, zi, P.y[i])
-        if P.weight != NULL:
-            li = P.weight[i] * li if P.weight[i] != 0.0 else 0.0
-        ksum_add(&ls, li)
-        g = _deriv(P, zi, i)
-        if fabs(P.alpha[i] + g) > mk:
-            mk = fabs(P.alpha[i] + g)
-        if feasible:
-            h = _conj(P, P.alpha[i], i)
-            if isfinite(h):
-                ksum_add(&cs, h)
-            else:
-                feasible = False
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _check_rows(data, indices, indptr, P, team.rows[b], team.rows[b + 1],
+                    &team.sums[2 * b], &team.part[3 * b])
+    if team.size == 1:
+        ls, cs = team.sums[0], team.sums[1]
+    for b in range(team.size):
+        if team.size > 1:
+            ksum_add(&ls, ksum_value(&team.sums[2 * b]))
+            ksum_add(&cs, ksum_value(&team.sums[2 * b + 1]))
+        mk = max(mk, team.part[3 * b])
+        feasible = feasible and team.part[3 * b + 1] != 0.0
     wn = _sqnorm(P.w, P.d)
     values[0] = ksum_value(&ls) / P.n + 0.5 * P.lam * wn
     values[3] = mk
@@ -244,6 +242,39 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
 # ---------------------------------------------------------------------------------------
 # epochs: n coordinate steps each; 0 to go on, _OPTIMUM when every residue is exactly zero,
 # or a status to stop with (STATUS_DIVERGED: non-finite residues; what a poll returned)
+
+
+cdef void _check_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                      DfProblem* P, Py_ssize_t lo, Py_ssize_t hi, KahanSum* sums,
+                      double* part) noexcept nogil:
+    """_check's pass over rows lo .. hi - 1: their scores into P.z; sums[0], sums[1]: their
+    losses and (while every one is finite) conjugates; part[0]: max |kappa|, part[1]: 1
+    if their conjugates were all finite, else 0."""
+    cdef Py_ssize_t i, start
+    cdef double zi, g, h, mk = 0.0, li
+    cdef KahanSum ls = ksum_new(), cs = ksum_new()
+    cdef bint feasible = True
+    for i in range(lo, hi):
+        start = indptr[i]
+        zi = sparse_dot(data + start, indices + start, indptr[i + 1] - start, P.w)
+        P.z[i] = zi
+        li = loss_value(&P.loss, zi, P.y[i])
+        if P.weight != NULL:
+            li = P.weight[i] * li if P.weight[i] != 0.0 else 0.0
+        ksum_add(&ls, li)
+        g = _deriv(P, zi, i)
+        if fabs(P.alpha[i] + g) > mk:
+            mk = fabs(P.alpha[i] + g)
+        if feasible:
+            h = _conj(P, P.alpha[i], i)
+            if isfinite(h):
+                ksum_add(&cs, h)
+            else:
+                feasible = False
+    sums[0] = ls
+    sums[1] = cs
+    part[0] = mk
+    part[1] = 1.0 if feasible else 0.0
 
 
 cdef inline int _poll(epoch_hook hook, void* ctx, double* work) noexcept nogil:
@@ -654,6 +685,7 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
     cdef floating* csc_data = NULL
     cdef index_t* csc_indices = NULL
     cdef index_t* csc_indptr = NULL
+    cdef Blocks team
     res.status = -1
     res.n_epochs = 0
     res.primal = NAN
@@ -682,9 +714,11 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
                 P.v = v_owned
             else:
                 P.v = P.sqnorm
-            if _constants(P, opt) == 0:
-                _solve(data, indices, indptr, csc_data, csc_indices, csc_indptr, P, opt, res,
-                       hook, ctx)
+            if _constants(P, opt) == 0 and blocks_init(&team, indptr, n, d, opt.n_threads,
+                                                       BLOCKS_MIN_NNZ, 0, 3):
+                _solve(data, indices, indptr, csc_data, csc_indices, csc_indptr, P, opt,
+                       &team, res, hook, ctx)
+                blocks_free(&team)
     free(csc_data)
     free(csc_indices)
     free(csc_indptr)
@@ -696,7 +730,8 @@ cdef int dfsdca_run(const floating* data, const index_t* indices, const index_t*
 cdef void _solve(const floating* data, const index_t* indices, const index_t* indptr,
                  const floating* csc_data, const index_t* csc_indices,
                  const index_t* csc_indptr, DfProblem* P, const DfOptions* opt,
-                 DfResult* res, epoch_hook hook, void* ctx) noexcept nogil:
+                 const Blocks* team, DfResult* res, epoch_hook hook,
+                 void* ctx) noexcept nogil:
     """The epochs, the checks and the reports, with the work memory in place."""
     cdef Py_ssize_t i, epoch = 0, omega = 0
     cdef bint minibatch = opt.method == DF_EXACT and opt.batch_size > 1
@@ -727,7 +762,7 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
         memset(P.w, 0, P.d * sizeof(double))
     else:
         _resync_w(data, indices, indptr, P)
-    _check(data, indices, indptr, P, values)
+    _check(data, indices, indptr, P, team, values)
     if not (isfinite(values[0]) and isfinite(values[2])):
         res.status = STATUS_DIVERGED
     elif gap_certifies(values[2], values[0] - values[2], opt.tol, floor):
@@ -759,13 +794,13 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
         checked = (diverged or optimum or epoch % opt.check_every == 0
                    or epoch == opt.max_epochs)
         if checked:
-            _check(data, indices, indptr, P, values)
+            _check(data, indices, indptr, P, team, values)
             if diverged or not (isfinite(values[0]) and isfinite(values[2])):
                 res.status = STATUS_DIVERGED
             elif gap_certifies(values[2], values[0] - values[2], opt.tol, floor) or optimum:
                 # certify with w recomputed from alpha (no incremental rounding drift)
                 _resync_w(data, indices, indptr, P)
-                _check(data, indices, indptr, P, values)
+                _check(data, indices, indptr, P, team, values)
                 if gap_certifies(values[2], values[0] - values[2], opt.tol, floor):
                     res.status = STATUS_CONVERGED
         stop = _report(hook, ctx, epoch, values, checked)
@@ -794,7 +829,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double[::1] w, double[::1] alpha, sqnorm, int method, double tol,
           Py_ssize_t max_epochs, Py_ssize_t check_every, unsigned long long seed,
           double prob_shrink, double step_cap, Py_ssize_t batch_size, int batch_sampling,
-          mon, trace=None, weight=None):
+          mon, trace=None, weight=None, int n_threads=1):
     """Run dfsdca_run on validated arrays (w and alpha are written in place; alpha is the
     start), reporting every epoch to ``mon`` (which must expect DF_HOOK_VALUES values).
     sqnorm: the squared row norms (float64), or None to compute them. trace: an intp array
@@ -828,6 +863,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.step_cap = step_cap
     opt.batch_size = batch_size
     opt.batch_sampling = batch_sampling
+    opt.n_threads = n_threads if n_threads > 1 else 1
     with nogil:
         dfsdca_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0, res.theta)

@@ -101,7 +101,10 @@ def train_dfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoch
         values on rows of weight 0 (a ValueError).
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem on X of 2^18 nonzeros or more: each check's pass over X (every
+        ``check_every`` epochs) in ``n_jobs`` blocks of rows, the steps serial; the checks
+        only read the iterates, so the iterates are one thread's.
     smoothing : float > 0, optional
         Width s of the smoothed hinge (``loss="smooth_hinge"`` only; default 0.5).
     sampling : {"uniform", "importance"}
@@ -247,7 +250,8 @@ def _run(p, o, mon, method, shrink=1.0, cap=0.0, batch_size=1, batch_sampling="a
     status, n_epochs, primal, dual, gap, p0, theta = _dfsdca.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, w, alpha,
         p.X.sqnorm, method, p.tol, p.max_epochs, o["check_every"], p.seed, shrink, cap,
-        batch_size, BATCH_SAMPLING[batch_sampling], mon, trace=_TRACE.get(), weight=p.weight)
+        batch_size, BATCH_SAMPLING[batch_sampling], mon, trace=_TRACE.get(), weight=p.weight,
+        n_threads=p.n_jobs)
     note = ""
     if status == _status.MAX_EPOCHS and p.tol > 0:
         note = _why_slow(p, mon.rows, uniform=method == SAMPLING["uniform"])
