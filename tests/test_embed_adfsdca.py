@@ -34,7 +34,7 @@ PYX = '''
 
     def solve(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
               double[::1] y, double lam, int method, double tol, Py_ssize_t max_epochs,
-              unsigned long long seed, double step_cap, sqnorm=None):
+              unsigned long long seed, double step_cap, sqnorm=None, int n_threads=1):
         cdef Py_ssize_t n = y.shape[0]
         w = np.zeros(d)
         alpha = np.zeros(n)
@@ -56,6 +56,7 @@ PYX = '''
         opt.max_epochs = max_epochs
         opt.seed = seed
         opt.step_cap = step_cap
+        opt.n_threads = n_threads
         cdef DfResult res
         cdef Gaps g
         g.gap = &gv[0]
@@ -114,6 +115,28 @@ def test_cimported_loop_gives_the_same_iterates(name, embed_module, a9a):
         X.data, X.indices, X.indptr, X.shape[1], y, lam, method, 1e-8, 300, 11, cap)
     assert status2 == 0
     np.testing.assert_allclose(w2, m.coef, rtol=0, atol=1e-6 * np.abs(m.coef).max())
+
+
+def test_cimported_loop_in_two_threads_gives_the_same_iterates(embed_module):
+    """DfOptions.n_threads = 2 (the checks' passes in blocks of rows) is
+    train_dfsdca(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
+    from dualsolve import _threads
+    from test_threads import _sparse_problem
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core here: train_dfsdca(n_jobs=2) would run one thread")
+    X, y = _sparse_problem(20000, 20_000, seed=5)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    lam = 1.0 / X.shape[0]
+    m = ds.train_dfsdca(X, y, loss="logistic", lam=lam, tol=1e-8, max_epochs=300, seed=11,
+                        n_jobs=2)
+    assert m.converged
+    w, alpha, status, n_epochs, gap, *_ = embed_module.solve(
+        X.data, X.indices, X.indptr, X.shape[1], y, lam, 0, 1e-8, 300, 11, 0.0,
+        check_csr(X).sqnorm, n_threads=2)
+    assert status == 0 and n_epochs == m.n_epochs
+    np.testing.assert_array_equal(w, m.coef)
+    assert gap == m.history["gap"][-1]
 
 
 def test_long_exact_epochs_poll_the_hook(embed_module, a9a):

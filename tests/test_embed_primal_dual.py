@@ -50,7 +50,8 @@ PYX = '''
 
     def spdc(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
              double[::1] b, double lam, double R, bint dual_free, double tol, double scale,
-             Py_ssize_t max_epochs, unsigned long long seed, Py_ssize_t stop_at=-1):
+             Py_ssize_t max_epochs, unsigned long long seed, Py_ssize_t stop_at=-1,
+             int n_threads=1):
         cdef Py_ssize_t n = b.shape[0], j
         x = np.zeros(d)
         y = np.empty(n)
@@ -81,6 +82,7 @@ PYX = '''
         opt.scale = scale
         opt.max_epochs = max_epochs
         opt.seed = seed
+        opt.n_threads = n_threads
         with nogil:
             if stop_at >= 0:
                 spdc_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, record_hook, &rec)
@@ -178,6 +180,28 @@ def test_cimported_svrg_gives_the_same_iterates(embed_module, data, name):
     assert status == 0 and n_epochs == m.n_epochs
     np.testing.assert_array_equal(x, m.coef)
     assert gap == m.history["gap"][-1] and p0 == m.params["p0"]
+
+
+def test_cimported_spdc_in_two_threads_gives_the_same_iterates(embed_module):
+    """SpdcOptions.n_threads = 2 (the evaluations' passes in blocks of rows) is
+    train_spdc(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
+    from dualsolve import _threads
+    from test_threads import _sparse_problem
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core here: train_spdc(n_jobs=2) would run one thread")
+    X, y = _sparse_problem(20000, 20_000, seed=4)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    lam = 1.0 / X.shape[0]
+    m = ds.train_spdc(X, y, loss="logistic", lam=lam, tol=1e-8, max_epochs=300, seed=5,
+                      n_jobs=2)
+    assert m.converged
+    x, ydual, status, n_epochs, gap, _, _ = embed_module.spdc(
+        X.data, X.indices, X.indptr, X.shape[1], y, lam, m.params["R"], False, 1e-8,
+        m.params["scale"], 300, 5, n_threads=2)
+    assert status == 0 and n_epochs == m.n_epochs
+    np.testing.assert_array_equal(x, m.coef)
+    assert gap == m.history["gap"][-1]
 
 
 def test_cimported_svrg_in_two_threads_gives_the_same_iterates(embed_module):
