@@ -112,6 +112,11 @@ ctypedef struct SorelOptions:
     unsigned long long seed
     bint no_dual_prox          # LSVRG / the ablation: lambda_{k+1} = sigma[rank(l(w_k))]
     bint guard                 # the dual-step guard (ignored with no_dual_prox)
+    int n_threads              # > 1 (OpenMP builds, X of 2^18+ nonzeros): each epoch's
+                               # losses at w (rows apart: the same values) and its anchor
+                               # X^T (...) (blocks of rows, _core/blocks.pxd: the same
+                               # result for the same count) in that many threads; the steps
+                               # stay serial
 
 
 ctypedef struct SorelResult:

@@ -22,15 +22,18 @@ the steps are aligned, so the guard does not act; early on it acts when c is sim
 """
 import numpy as np
 
+from cython.parallel cimport prange
 from libc.math cimport log1p, isfinite, sqrt, NAN, INFINITY, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own, blocks_free
 from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook, report_epoch, gap_certifies, gap_floor)
+                                     STATUS_NO_MEMORY, epoch_hook, report_epoch,
+                                     gap_certifies, gap_floor)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy
 from dualsolve._core.losses cimport Loss, loss_value, loss_deriv, make_loss
 from dualsolve._core.rng cimport rng_seed, rng_below, rng_shuffle
@@ -58,6 +61,7 @@ cdef SorelOptions sorel_default_options() noexcept nogil:
     o.seed = 0
     o.no_dual_prox = False
     o.guard = True
+    o.n_threads = 1
     return o
 
 
@@ -133,11 +137,18 @@ cdef inline double _sum_squares(const double* a, const double* b, double c,
 
 cdef double sorel_objective(const floating* data, const index_t* indices, const index_t* indptr,
                             SorelProblem* P, bint warm) noexcept nogil:
+    return _objective(data, indices, indptr, P, warm, 1)
+
+
+cdef double _objective(const floating* data, const index_t* indices, const index_t* indptr,
+                       SorelProblem* P, bint warm, int threads) noexcept nogil:
+    """sorel_objective with the rows' losses in ``threads`` threads (each row its own:
+    the same values for any count)."""
     cdef Py_ssize_t i, j, n = P.n
     cdef index_t a, e
     cdef double m
     cdef KahanSum F = ksum_new()
-    for i in range(n):
+    for i in prange(n, num_threads=threads, schedule="static"):
         a = indptr[i]
         e = indptr[i + 1]
         m = sparse_dot(data + a, indices + a, e - a, P.w)
@@ -220,16 +231,41 @@ cdef inline bint _guard_update(SorelProblem* P, double* norm_hist, int* n_anti,
 cdef void sorel_anchor(const floating* data, const index_t* indices, const index_t* indptr,
                        SorelProblem* P) noexcept nogil:
     """gbar = X^T (dual * dbar)."""
+    _anchor_rows(data, indices, indptr, P, P.gbar, 0, P.n)
+
+
+cdef void _anchor(const floating* data, const index_t* indices, const index_t* indptr,
+                  SorelProblem* P, const Blocks* team) noexcept nogil:
+    """sorel_anchor in the team's blocks of rows: block b >= 1 into its own vector, added
+    into gbar by ranges of features in block order."""
+    cdef Py_ssize_t b, j, k, size = team.size
+    cdef double* own
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        _anchor_rows(data, indices, indptr, P, P.gbar if b == 0 else blocks_own(team, b),
+                     team.rows[b], team.rows[b + 1])
+    if size == 1:
+        return
+    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+        for k in range(1, size):
+            own = blocks_own(team, k)
+            for j in range(team.cols[b], team.cols[b + 1]):
+                P.gbar[j] += own[j]
+
+
+cdef void _anchor_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                       SorelProblem* P, double* gbar, Py_ssize_t lo,
+                       Py_ssize_t hi) noexcept nogil:
+    """gbar = sum over rows lo .. hi - 1 of dual_i dbar_i x_i (zeroed first)."""
     cdef Py_ssize_t i
     cdef index_t a0, a1
     cdef double c
-    memset(P.gbar, 0, P.d * sizeof(double))
-    for i in range(P.n):
+    memset(gbar, 0, P.d * sizeof(double))
+    for i in range(lo, hi):
         c = P.dual[i] * P.dbar[i]
         if c != 0.0:
             a0 = indptr[i]
             a1 = indptr[i + 1]
-            sparse_axpy(c, data + a0, indices + a0, a1 - a0, P.gbar)
+            sparse_axpy(c, data + a0, indices + a0, a1 - a0, gbar)
 
 
 cdef double sorel_risk_gap(SorelProblem* P) noexcept nogil:
@@ -270,6 +306,12 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef double norm_hist[4]
     cdef int n_anti = 0, stop = 0
     cdef bint guard = opt.guard and not opt.no_dual_prox
+    cdef Blocks team
+    res.n_epochs = 0
+    if not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0):
+        res.primal = res.dual = res.gap = res.f0 = NAN
+        res.status = STATUS_NO_MEMORY
+        return res.status
     norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
     memset(P.s_prev, 0, n * sizeof(double))
     res.status = STATUS_MAX_EPOCHS
@@ -282,7 +324,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     res.f0 = sorel_risk_at_zero(P)
     # tol = 0 runs the whole budget (gap_certifies never holds for it)
     floor = gap_floor(res.f0)
-    F = sorel_objective(data, indices, indptr, P, False)
+    F = _objective(data, indices, indptr, P, False, team.size)
     if P.dual_given:                                      # lambda_0: the given lambda ...
         memcpy(P.z, P.dual, n * sizeof(double))
         project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, False)
@@ -301,7 +343,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         if k == 0 and P.dual_given:
             # a warm start's own certificate first: G(w_0, lambda_0)
             memcpy(P.dual_old, P.dual, n * sizeof(double))
-            sorel_anchor(data, indices, indptr, P)
+            _anchor(data, indices, indptr, P, &team)
             gap0 = sorel_gap(P, P.gbar)
         theta = <double>k / <double>(k + 1)
         if opt.no_dual_prox:
@@ -322,7 +364,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                 n_anti = 0
             inv_tau = <double>(k + 1) / (opt.prox_scale * <double>n)
         # the anchor gbar = X^T (lambda_{k+1} * phi'(X w_k)), and the certificate of w_k
-        sorel_anchor(data, indices, indptr, P)
+        _anchor(data, indices, indptr, P, &team)
         gap = sorel_gap(P, P.gbar)
         if k == 0 and P.dual_given and gap0 < gap:
             gap = gap0                                    # P.dual becomes lambda_0 if k ends here
@@ -384,7 +426,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
             res.status = stop
             break
         drift_flush(&st, T)
-        F = sorel_objective(data, indices, indptr, P, True)
+        F = _objective(data, indices, indptr, P, True, team.size)
         k += 1
     if k == 0 and P.dual_given and gap0 <= gap:         # the warm start's lambda_0 certified
         memcpy(P.dual, P.dual_old, n * sizeof(double))
@@ -392,6 +434,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     res.primal = F
     res.gap = gap
     res.dual = F - gap
+    blocks_free(&team)
     return res.status
 
 
@@ -406,7 +449,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           bint dual_given, double step, double dual_step_scale, double prox_scale,
           double dual_step_max, int form, int sampling, Py_ssize_t batch_size,
           Py_ssize_t steps, Py_ssize_t max_epochs, double tol, unsigned long long seed,
-          bint no_dual_prox, bint guard, mon, trace=None):
+          bint no_dual_prox, bint guard, mon, trace=None, int n_threads=1):
     """Run sorel_run on validated arrays (w: w_0 in, the iterate out; dual: lambda_0 in
     when ``dual_given``, the certificate's lambda out), reporting every epoch to ``mon``
     (which takes the first mon.n_values <= SOREL_HOOK_VALUES values). trace: an intp array
@@ -434,6 +477,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.seed = seed
     opt.no_dual_prox = no_dual_prox
     opt.guard = guard
+    opt.n_threads = n_threads if n_threads > 1 else 1
     cdef Py_ssize_t T = sorel_epoch_steps(&opt, n)
     if T < 1:
         raise ValueError("an epoch needs at least one step")

@@ -127,7 +127,7 @@ def _lsvrg_engine(p, o, mon, trace=None):
     status, n_epochs, primal, dual_value, gap, f0 = _sorel.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, step, 0.0, 1.0, 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
-        p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace)
+        p.max_epochs, p.tol, p.seed, True, False, mon, trace=trace, n_threads=p.n_jobs)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
                   threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,

@@ -78,7 +78,11 @@ TAIL_DOC = """    tol : float >= 0
         onto the permutahedron of this spectrum) as the starting lambda.
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit."""
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        ``train_sorel`` and ``train_lsvrg`` on one problem (X of 2^18 nonzeros or more):
+        each epoch's losses at w and its anchor ``X^T (lambda * phi'(X w))`` in ``n_jobs``
+        threads (blocks of rows), the steps serial; the same ``n_jobs`` gives the same
+        model bit for bit."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,7 +337,7 @@ def _sorel_engine(p, o, mon, trace=None):
         dual, given, step, o["dual_step_scale"], o["prox_scale"],
         o["dual_step_max"] or 0.0, FORMS[o["form"]], SAMPLING[sampling], b, T,
         p.max_epochs, p.tol, p.seed, not o["dual_prox"], o["dual_step_guard"], mon,
-        trace=trace)
+        trace=trace, n_threads=p.n_jobs)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
                   threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=step, f0=f0, spectrum=name, sampling=sampling,

@@ -1,0 +1,66 @@
+"""SOREL and LSVRG with n_jobs: each epoch's losses at w (rows apart) and its anchor
+X^T (lambda * phi'(X w)) (blocks of rows, dualsolve/_core/blocks.pxd) in threads, the
+steps serial. One thread's certified optimum, and the same bits on every run."""
+import hashlib
+import warnings
+
+import numpy as np
+import pytest
+
+import dualsolve as ds
+from test_threads import _child, _sparse_problem
+from dualsolve import _threads
+from dualsolve._core import parallel
+
+N, D = 20000, 20_000            # 300,000 nonzeros: over the blocks' 2^18
+
+
+def _fingerprint(model):
+    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return _sparse_problem(N, D, seed=6)
+
+
+@pytest.mark.parametrize("spectrum", ["superquantile", "erm"])
+def test_sorel_in_threads_reaches_the_certified_optimum_of_one(spectrum, problem):
+    X, y = problem
+    kw = dict(loss="logistic", tol=1e-6, spectrum=spectrum)
+    one = ds.train_sorel(X, y, **kw)
+    runs = [ds.train_sorel(X, y, n_jobs=2, **kw) for _ in range(2)]
+    two = runs[0]
+    assert one.converged and two.converged
+    F1, F2 = one.history["primal"][-1], two.history["primal"][-1]
+    assert F2 >= F1 - one.history["gap"][-1] - 1e-15
+    assert F1 >= F2 - two.history["gap"][-1] - 1e-15
+    assert _fingerprint(runs[1]) == _fingerprint(two) and runs[1].n_epochs == two.n_epochs
+
+
+def test_lsvrg_in_threads_follows_one_thread(problem):
+    """LSVRG (no certificate at these settings within a few epochs): the same bits on
+    every run, and one thread's iterates to rounding."""
+    X, y = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        one = ds.train_lsvrg(X, y, loss="logistic", max_epochs=20)
+        runs = [ds.train_lsvrg(X, y, loss="logistic", max_epochs=20, n_jobs=2)
+                for _ in range(2)]
+    assert _fingerprint(runs[0]) == _fingerprint(runs[1])
+    np.testing.assert_allclose(runs[0].coef, one.coef, rtol=1e-9,
+                               atol=1e-12 * np.abs(one.coef).max())
+
+
+def test_a_team_of_one_runs_every_anchor_block(tmp_path, problem):
+    if _threads.effective_n_jobs(2) < 2 or not parallel.openmp_enabled():
+        pytest.skip("one core or a serial build: n_jobs=2 runs one block")
+    code = ("import hashlib, test_threads as t, dualsolve as ds; "
+            f"X, y = t._sparse_problem({N}, {D}, seed=6); "
+            "m = ds.train_sorel(X, y, loss='logistic', tol=1e-6, n_jobs=2); "
+            "print(m.stop_reason, hashlib.sha256(m.coef.tobytes()).hexdigest()[:16])")
+    stop, fingerprint = _child(code, tmp_path, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    X, y = problem
+    two = ds.train_sorel(X, y, loss="logistic", tol=1e-6, n_jobs=2)
+    assert stop == "converged"
+    assert fingerprint == _fingerprint(two)
