@@ -121,12 +121,10 @@ def test_cimported_loop_in_two_threads_gives_the_same_iterates(embed_module):
     """DfOptions.n_threads = 2 (the checks' passes in blocks of rows) is
     train_dfsdca(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
     from dualsolve import _threads
-    from test_threads import _sparse_problem
+    from test_threads import _int32_problem
     if _threads.effective_n_jobs(2) < 2:
         pytest.skip("one core here: train_dfsdca(n_jobs=2) would run one thread")
-    X, y = _sparse_problem(20000, 20_000, seed=5)
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int32)
+    X, y = _int32_problem(20000, 20_000, seed=5)
     lam = 1.0 / X.shape[0]
     m = ds.train_dfsdca(X, y, loss="logistic", lam=lam, tol=1e-8, max_epochs=300, seed=11,
                         n_jobs=2)

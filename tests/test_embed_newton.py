@@ -7,7 +7,7 @@ import pytest
 import dualsolve as ds
 from dualsolve import _threads
 from dualsolve.newton import _newton
-from test_threads import _sparse_problem
+from test_threads import _int32_problem
 
 PYX = '''
     # cython: language_level=3, boundscheck=False, wraparound=False
@@ -54,9 +54,7 @@ def embed_module(tmp_path_factory, request):
 def test_cimported_newton_gives_train_newtons_model(embed_module, n_threads):
     if n_threads > 1 and _threads.effective_n_jobs(2) < 2:
         pytest.skip("one core here: train_newton(n_jobs=2) would run one thread")
-    X, y = _sparse_problem(3000, 200_000)       # wide: CG, and the polish of the dual
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int32)
+    X, y = _int32_problem(3000, 200_000)        # wide: CG, and the polish of the dual
     lam = 1e-3 / X.shape[0]
     old = _newton._threads_min_nnz(0)           # threads on these 45,000 nonzeros
     try:

@@ -186,12 +186,10 @@ def test_cimported_spdc_in_two_threads_gives_the_same_iterates(embed_module):
     """SpdcOptions.n_threads = 2 (the evaluations' passes in blocks of rows) is
     train_spdc(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
     from dualsolve import _threads
-    from test_threads import _sparse_problem
+    from test_threads import _int32_problem
     if _threads.effective_n_jobs(2) < 2:
         pytest.skip("one core here: train_spdc(n_jobs=2) would run one thread")
-    X, y = _sparse_problem(20000, 20_000, seed=4)
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int32)
+    X, y = _int32_problem(20000, 20_000, seed=4)
     lam = 1.0 / X.shape[0]
     m = ds.train_spdc(X, y, loss="logistic", lam=lam, tol=1e-8, max_epochs=300, seed=5,
                       n_jobs=2)
@@ -208,12 +206,10 @@ def test_cimported_svrg_in_two_threads_gives_the_same_iterates(embed_module):
     """SvrgOptions.n_threads = 2 (the snapshots' passes in blocks of rows) is
     train_svrg(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
     from dualsolve import _threads
-    from test_threads import _sparse_problem
+    from test_threads import _int32_problem
     if _threads.effective_n_jobs(2) < 2:
         pytest.skip("one core here: train_svrg(n_jobs=2) would run one thread")
-    X, y = _sparse_problem(20000, 200_000, seed=4)
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int32)
+    X, y = _int32_problem(20000, 200_000, seed=4)
     lam = 1.0 / X.shape[0]
     m = ds.train_svrg(X, y, loss="logistic", lam=lam, tol=1e-8, max_epochs=100, seed=7,
                       n_jobs=2)

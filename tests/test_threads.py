@@ -210,6 +210,38 @@ def _sparse_problem(n, d, seed=0, per_row=15):
     return X, y
 
 
+def _int32_problem(n, d, seed=0):
+    """_sparse_problem with int32 indices (the embed tests' cimported loops take those)."""
+    X, y = _sparse_problem(n, d, seed)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X, y
+
+
+def _fingerprint(model):
+    """The first 16 hex digits of the sha256 of ``model.coef``'s bytes."""
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(model.coef).tobytes()).hexdigest()[:16]
+
+
+def _team_of_one(cwd, n, d, seed, fit, setup=""):
+    """(stop reason, _fingerprint) of ``fit`` (a call's source on X, y of
+    ``_sparse_problem(n, d, seed)``, e.g. "ds.train_svrg(X, y, n_jobs=2)") in a child
+    whose OpenMP team is one thread: OMP_THREAD_LIMIT=1, and OMP_NUM_THREADS said, since a
+    Dask cluster started in this process sets it to 1 in os.environ, which children
+    inherit. ``setup``: statements run first (e.g. a private knob)."""
+    code = ("import test_threads as t, dualsolve as ds; " + (setup + "; " if setup else "")
+            + f"X, y = t._sparse_problem({n}, {d}, seed={seed}); m = {fit}; "
+            "print(m.stop_reason, t._fingerprint(m))")
+    stop, fingerprint = _child(code, cwd, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    return stop, fingerprint
+
+
+def _blocks():
+    """Whether n_jobs=2 gets two blocks here (two cores, an OpenMP build)."""
+    return _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled()
+
+
 # a small and a wide problem (d = 300 and 200,000 features)
 @pytest.mark.parametrize("d", [300, 200_000])
 @pytest.mark.parametrize("kw", [dict(loss="logistic"), dict(loss="squared_hinge"),

@@ -1,19 +1,13 @@
 """dfSDCA and adfSDCA with n_jobs: each check's pass over X in blocks of rows
 (dualsolve/_core/blocks.pxd), the steps serial. The certified optimum of one thread, the
 same bits on every run, and one thread's iterates (the check only reads them)."""
-import hashlib
-
 import numpy as np
 import pytest
 
 import dualsolve as ds
-from test_threads import _sparse_problem
+from test_threads import _fingerprint, _sparse_problem
 
 N, D = 20000, 20_000            # 300,000 nonzeros: over the blocks' 2^18
-
-
-def _fingerprint(model):
-    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")

@@ -2,17 +2,13 @@
 over X in blocks of rows and CG's sweeps in ranges of features reach the certified optimum
 of one thread, and the result depends on the block count only: the same bits on every
 run and with a team of one thread."""
-import hashlib
-
 import numpy as np
 import pytest
 
 import dualsolve as ds
-from dualsolve import _threads
-from dualsolve._core import parallel
 from dualsolve.newton import _newton
 from solver_problems import interrupted  # tests/ (see conftest.py)
-from test_threads import _child, _sparse_problem
+from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
 
 
 @pytest.fixture
@@ -21,15 +17,6 @@ def threads_on_small_x():
     old = _newton._threads_min_nnz(0)
     yield
     _newton._threads_min_nnz(old)
-
-
-def _blocks():
-    """Whether n_jobs=2 gets two blocks here (two cores, an OpenMP build)."""
-    return _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled()
-
-
-def _fingerprint(model):
-    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
 
 
 # narrow X (300 columns: the explicit Hessian's steps may take over from CG) and wide X
@@ -79,14 +66,9 @@ def test_a_team_of_one_runs_every_block(tmp_path):
     the two threads' bit for bit."""
     if not _blocks():
         pytest.skip("one core or a serial build: n_jobs=2 runs one block")
-    code = ("import hashlib, test_threads as t, dualsolve as ds; "
-            "from dualsolve.newton import _newton; _newton._threads_min_nnz(0); "
-            "X, y = t._sparse_problem(2000, 200_000); "
-            "m = ds.train_newton(X, y, tol=1e-9, n_jobs=2); "
-            "print(m.stop_reason, hashlib.sha256(m.coef.tobytes()).hexdigest()[:16])")
-    # (OMP_NUM_THREADS said: a Dask cluster started in this process sets it to 1 in
-    # os.environ, which children inherit)
-    stop, fingerprint = _child(code, tmp_path, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    stop, fingerprint = _team_of_one(
+        tmp_path, 2000, 200_000, 0, "ds.train_newton(X, y, tol=1e-9, n_jobs=2)",
+        setup="from dualsolve.newton import _newton; _newton._threads_min_nnz(0)")
     old = _newton._threads_min_nnz(0)
     try:
         X, y = _sparse_problem(2000, 200_000)

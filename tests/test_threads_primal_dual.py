@@ -2,23 +2,15 @@
 the SPDC family's evaluations' passes over X in blocks of rows (dualsolve/_core/blocks.pxd),
 the steps serial. The certified optimum of one thread, and a result that depends on the
 block count only."""
-import hashlib
-
 import numpy as np
 import pytest
 
 import dualsolve as ds
-from dualsolve import _threads
-from dualsolve._core import parallel
-from test_threads import _child, _sparse_problem
+from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
 
 # 300,000 nonzeros (over the blocks' 2^18), 15 rows a feature: the blocks' sums of a
 # feature's rows differ from one thread's order
 N, D = 20000, 20_000
-
-
-def _fingerprint(model):
-    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +37,7 @@ def test_snapshots_in_threads_reach_the_certified_optimum_of_one(train, weighted
     assert P2 >= D1 - 1e-15 and P1 >= D2 - 1e-15
     assert abs(P2 - P1) <= 1e-9 * P1
     assert _fingerprint(runs[1]) == _fingerprint(two) and runs[1].n_epochs == two.n_epochs
-    if _threads.effective_n_jobs(2) > 1 and parallel.openmp_enabled():
+    if _blocks():
         # two blocks sum mu in another order: a different computation, not one thread's
         assert _fingerprint(one) != _fingerprint(two)
 
@@ -73,13 +65,10 @@ def test_spdc_evaluations_in_threads_in_every_form(kw, problem):
 
 
 def test_a_team_of_one_runs_every_snapshot_block(tmp_path, problem):
-    if _threads.effective_n_jobs(2) < 2 or not parallel.openmp_enabled():
+    if not _blocks():
         pytest.skip("one core or a serial build: n_jobs=2 runs one block")
-    code = ("import hashlib, test_threads as t, dualsolve as ds; "
-            f"X, y = t._sparse_problem({N}, {D}, seed=4); "
-            "m = ds.train_svrg(X, y, loss='logistic', tol=1e-9, n_jobs=2); "
-            "print(m.stop_reason, hashlib.sha256(m.coef.tobytes()).hexdigest()[:16])")
-    stop, fingerprint = _child(code, tmp_path, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    stop, fingerprint = _team_of_one(
+        tmp_path, N, D, 4, "ds.train_svrg(X, y, loss='logistic', tol=1e-9, n_jobs=2)")
     X, y = problem
     two = ds.train_svrg(X, y, loss="logistic", tol=1e-9, n_jobs=2)
     assert stop == "converged"

@@ -1,22 +1,15 @@
 """SOREL and LSVRG with n_jobs: each epoch's losses at w (rows apart) and its anchor
 X^T (lambda * phi'(X w)) (blocks of rows, dualsolve/_core/blocks.pxd) in threads, the
 steps serial. One thread's certified optimum, and the same bits on every run."""
-import hashlib
 import warnings
 
 import numpy as np
 import pytest
 
 import dualsolve as ds
-from test_threads import _child, _sparse_problem
-from dualsolve import _threads
-from dualsolve._core import parallel
+from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
 
 N, D = 20000, 20_000            # 300,000 nonzeros: over the blocks' 2^18
-
-
-def _fingerprint(model):
-    return hashlib.sha256(model.coef.tobytes()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +46,10 @@ def test_lsvrg_in_threads_follows_one_thread(problem):
 
 
 def test_a_team_of_one_runs_every_anchor_block(tmp_path, problem):
-    if _threads.effective_n_jobs(2) < 2 or not parallel.openmp_enabled():
+    if not _blocks():
         pytest.skip("one core or a serial build: n_jobs=2 runs one block")
-    code = ("import hashlib, test_threads as t, dualsolve as ds; "
-            f"X, y = t._sparse_problem({N}, {D}, seed=6); "
-            "m = ds.train_sorel(X, y, loss='logistic', tol=1e-6, n_jobs=2); "
-            "print(m.stop_reason, hashlib.sha256(m.coef.tobytes()).hexdigest()[:16])")
-    stop, fingerprint = _child(code, tmp_path, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
+    stop, fingerprint = _team_of_one(
+        tmp_path, N, D, 6, "ds.train_sorel(X, y, loss='logistic', tol=1e-6, n_jobs=2)")
     X, y = problem
     two = ds.train_sorel(X, y, loss="logistic", tol=1e-6, n_jobs=2)
     assert stop == "converged"
