@@ -5,8 +5,9 @@ defaults, ``n_jobs=1`` against ``n_jobs=2``, alternating rounds, on three proble
   one-vs-rest, the classes side by side in the two threads (the same model bit for bit);
 * a9a (32,561 x 123, 451,592 nonzeros): one binary problem, where what runs in threads is
   the solver's own (the input check on 2^18+ nonzeros for every solver; ``train_sdca``'s
-  exact checks; Newton's passes in ``train_newton`` and ``train_linear``; the SVRG and
-  Katyusha snapshots);
+  exact checks; and the blocks of rows: Newton's passes in ``train_newton`` and
+  ``train_linear``, the SVRG and Katyusha snapshots, the SPDC family's evaluations, the
+  dfSDCA / adfSDCA checks, SOREL's and LSVRG's losses and anchors);
 * spambase (4,601 x 57): the two kernel solvers, one problem (the mixup family's kernel
   values in threads).
 
