@@ -7,10 +7,11 @@ writes the solve's own vectors, block b >= 1 its own copy (``blocks_own``); ever
 taken block by block in order (``part`` and ``sums`` hold the blocks' partial sums), so
 the result depends on ``size`` only (a smaller team, e.g. under OMP_THREAD_LIMIT, runs
 several blocks: the same bits). One block is the serial pass."""
+from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 
 from dualsolve._core.csr cimport index_t
-from dualsolve._core.ksum cimport KahanSum
+from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 
 cdef enum:
     #: threads on X of at least this many nonzeros: below it a pass takes well under a
@@ -82,3 +83,31 @@ cdef inline bint blocks_init(Blocks* B, const index_t* indptr, Py_ssize_t n, Py_
 cdef inline double* blocks_own(const Blocks* B, Py_ssize_t b) noexcept nogil:
     """Block b's copy (b >= 1)."""
     return B.own + (b - 1) * B.width
+
+
+cdef inline void blocks_add_copies(const Blocks* B, double* dst, Py_ssize_t stride,
+                                   Py_ssize_t offset) noexcept nogil:
+    """dst[stride j] += copy_b[offset + j] for the blocks b >= 1 in block order, over the
+    m-vectors' ranges, one thread each (nothing with one block)."""
+    cdef Py_ssize_t b, k, j
+    cdef const double* own
+    if B.size == 1:
+        return
+    for b in prange(B.size, num_threads=B.size, schedule="static", chunksize=1):
+        for k in range(1, B.size):
+            own = blocks_own(B, k) + offset
+            for j in range(B.cols[b], B.cols[b + 1]):
+                dst[stride * j] += own[j]
+
+
+cdef inline KahanSum blocks_ksum(const Blocks* B, Py_ssize_t parts,
+                                 Py_ssize_t which) noexcept nogil:
+    """The blocks' compensated sums B.sums[b parts + which] added in block order; one
+    block's is returned as it is (the serial sum)."""
+    cdef Py_ssize_t b
+    cdef KahanSum total = ksum_new()
+    if B.size == 1:
+        return B.sums[which]
+    for b in range(B.size):
+        ksum_add(&total, ksum_value(&B.sums[b * parts + which]))
+    return total

@@ -22,7 +22,8 @@ from libc.string cimport memset
 
 import numpy as np
 
-from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_free
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_free,
+                                     blocks_ksum)
 from dualsolve._core.buffers cimport double_ptr, intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -205,17 +206,14 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
     cdef Py_ssize_t i, start, b
     cdef double at, mk = 0.0, wn
     cdef double scale = 1.0 / (P.lam * P.n)
-    cdef KahanSum ls = ksum_new(), cs = ksum_new()
+    cdef KahanSum ls, cs
     cdef bint feasible = True
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         _check_rows(data, indices, indptr, P, team.rows[b], team.rows[b + 1],
                     &team.sums[2 * b], &team.part[3 * b])
-    if team.size == 1:
-        ls, cs = team.sums[0], team.sums[1]
+    ls = blocks_ksum(team, 2, 0)
+    cs = blocks_ksum(team, 2, 1)
     for b in range(team.size):
-        if team.size > 1:
-            ksum_add(&ls, ksum_value(&team.sums[2 * b]))
-            ksum_add(&cs, ksum_value(&team.sums[2 * b + 1]))
         mk = max(mk, team.part[3 * b])
         feasible = feasible and team.part[3 * b + 1] != 0.0
     wn = _sqnorm(P.w, P.d)

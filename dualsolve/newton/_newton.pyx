@@ -20,7 +20,7 @@ from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sparse_dot_even, sparse_axpy_odd, sparse_sqnorm,
                                   prefetch_records)
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
-                                     blocks_free)
+                                     blocks_free, blocks_ksum)
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.losses cimport (Loss, LOSS_LOGISTIC, LOSS_HINGE, make_loss, loss_value,
                                      loss_deriv, loss_curvature, loss_conj, loss_smoothable,
@@ -170,7 +170,7 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
     team's blocks of rows, then one sweep adds the blocks' g and diag (_sweep)."""
     cdef Py_ssize_t b
     cdef double inv_n = 1.0 / P.n
-    cdef KahanSum ls = ksum_new(), cs = ksum_new()
+    cdef KahanSum ls, cs
     cdef double out[3]
     cdef Eval e
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
@@ -180,12 +180,8 @@ cdef Eval _gradient(const floating* data, const index_t* indices, const index_t*
                        g if b == 0 else blocks_own(team, b),
                        diag if b == 0 else blocks_own(team, b) + m, team.rows[b],
                        team.rows[b + 1], m, &team.sums[2 * b], &team.sums[2 * b + 1])
-    if team.size == 1:
-        ls, cs = team.sums[0], team.sums[1]
-    else:
-        for b in range(team.size):
-            ksum_add(&ls, ksum_value(&team.sums[2 * b]))
-            ksum_add(&cs, ksum_value(&team.sums[2 * b + 1]))
+    ls = blocks_ksum(team, 2, 0)
+    cs = blocks_ksum(team, 2, 1)
     _sweep(SWEEP_GRADIENT, team, P, NULL, g, diag, NULL, NULL, NULL, 0.0, 0.0, out)
     e.loss_sum = ksum_value(&ls) * inv_n
     e.conj_sum = ksum_value(&cs) * inv_n
@@ -497,15 +493,11 @@ cdef double _line_change(const NewtonProblem* P, const Blocks* team, const Loss*
     nearby values per row, summed with compensation: accurate where P itself is not), in
     the team's blocks of rows (two logarithms a row: on a9a a trial cost as much as a
     pass over X)."""
-    cdef KahanSum acc = ksum_new()
+    cdef KahanSum acc
     cdef Py_ssize_t b
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         _line_change_rows(P, L, z, u, t, team.rows[b], team.rows[b + 1], &team.sums[b])
-    if team.size == 1:
-        acc = team.sums[0]
-    else:
-        for b in range(team.size):
-            ksum_add(&acc, ksum_value(&team.sums[b]))
+    acc = blocks_ksum(team, 1, 0)
     return ksum_value(&acc) / P.n + P.lam * t * (ws + 0.5 * t * ss)
 
 

@@ -40,7 +40,7 @@ from libc.stdint cimport int64_t, uint64_t
 import numpy as np
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
-                                     blocks_free)
+                                     blocks_free, blocks_add_copies)
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
@@ -603,7 +603,7 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
     back by ranges of features in block order, its sums after block 0's; with more than
     one block, block 0's u goes to ``u0`` (d, from 0): x and u share cache lines (the
     feature records), which the other blocks read."""
-    cdef Py_ssize_t b, j, k, d = P.d, size = team.size
+    cdef Py_ssize_t b, j, d = P.d, size = team.size
     cdef double* own
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
         if b == 0 and size == 1:
@@ -629,12 +629,9 @@ cdef void _row_pass(const floating* data, const index_t* indices, const index_t*
     for b in prange(size, num_threads=size, schedule="static", chunksize=1):
         for j in range(team.cols[b], team.cols[b + 1]):
             u[stride * j] += u0[j]
-        for k in range(1, size):
-            own = blocks_own(team, k)
-            for j in range(team.cols[b], team.cols[b + 1]):
-                u[stride * j] += own[j]
-                if grad != NULL:
-                    grad[j] += own[d + j]
+    blocks_add_copies(team, u, stride, 0)
+    if grad != NULL:
+        blocks_add_copies(team, grad, 1, d)
 
 
 cdef void _row_pass_rows(const floating* data, const index_t* indices, const index_t* indptr,

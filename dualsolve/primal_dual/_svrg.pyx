@@ -78,7 +78,7 @@ from libc.string cimport memset
 import numpy as np
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
-                                     blocks_free)
+                                     blocks_free, blocks_ksum, blocks_add_copies)
 from dualsolve._core.csr cimport floating, index_t, sparse_dot, sparse_axpy, prefetch_row
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -614,21 +614,13 @@ cdef void _snapshot(const floating* data, const index_t* indices, const index_t*
     and loss_sum = sum_i c_i phi(a_i.x) (compensated; c_i = 1 without weights, and a row of
     weight 0 is skipped: gs_i = 0). In the team's blocks of rows, block b >= 1 summing
     into its own mu; then mu adds them by ranges of features, block by block."""
-    cdef Py_ssize_t b, j, k, size = team.size
-    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+    cdef Py_ssize_t b
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         team.sums[b] = ksum_new()
         _snapshot_rows(data, indices, indptr, S, x, mu if b == 0 else blocks_own(team, b),
                        team.rows[b], team.rows[b + 1], &team.sums[b])
-    if size == 1:
-        loss_sum[0] = team.sums[0]
-        return
-    loss_sum[0] = ksum_new()
-    for b in range(size):
-        ksum_add(loss_sum, ksum_value(&team.sums[b]))
-    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
-        for k in range(1, size):
-            for j in range(team.cols[b], team.cols[b + 1]):
-                mu[j] += blocks_own(team, k)[j]
+    loss_sum[0] = blocks_ksum(team, 1, 0)
+    blocks_add_copies(team, mu, 1, 0)
 
 
 cdef void _snapshot_rows(const floating* data, const index_t* indices, const index_t* indptr,

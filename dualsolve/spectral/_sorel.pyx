@@ -27,7 +27,8 @@ from libc.math cimport log1p, isfinite, sqrt, NAN, INFINITY, HUGE_VAL
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own, blocks_free
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
+                                     blocks_free, blocks_add_copies)
 from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -238,18 +239,11 @@ cdef void _anchor(const floating* data, const index_t* indices, const index_t* i
                   SorelProblem* P, const Blocks* team) noexcept nogil:
     """sorel_anchor in the team's blocks of rows: block b >= 1 into its own vector, added
     into gbar by ranges of features in block order."""
-    cdef Py_ssize_t b, j, k, size = team.size
-    cdef double* own
-    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
+    cdef Py_ssize_t b
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         _anchor_rows(data, indices, indptr, P, P.gbar if b == 0 else blocks_own(team, b),
                      team.rows[b], team.rows[b + 1])
-    if size == 1:
-        return
-    for b in prange(size, num_threads=size, schedule="static", chunksize=1):
-        for k in range(1, size):
-            own = blocks_own(team, k)
-            for j in range(team.cols[b], team.cols[b + 1]):
-                P.gbar[j] += own[j]
+    blocks_add_copies(team, P.gbar, 1, 0)
 
 
 cdef void _anchor_rows(const floating* data, const index_t* indices, const index_t* indptr,
