@@ -15,6 +15,7 @@ import scipy.sparse as sp
 import dualsolve as ds
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.distributed import simulate_cocoa, split_rows, train_cocoa
+from dualsolve.distributed.cocoa import restore_environ
 from solver_problems import interrupted  # tests/ (see conftest.py)
 
 distributed = pytest.importorskip("distributed")
@@ -25,12 +26,14 @@ TOL = 1e-6
 
 @pytest.fixture(scope="module")
 def client():
+    environ = dict(os.environ)              # the nannies set OMP_NUM_THREADS=1 here
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()
     cluster.close()
+    restore_environ(environ)
 
 
 @pytest.fixture(scope="module")
@@ -229,12 +232,30 @@ def test_ctrl_c_stops_with_the_partial_model(client, a9a, where):
     assert exc.model.dual.shape == (X.shape[0],) and np.isfinite(exc.model.coef).all()
 
 
-def test_client_none_starts_and_closes_a_local_cluster(a9a):
+def test_client_none_starts_and_closes_a_local_cluster(a9a, monkeypatch):
     X, y = a9a
+    # its cluster's nannies set OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 in this process:
+    # the caller's environment comes back as it was
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     model = train_cocoa(split_rows(X[:4000], y[:4000], 2), lam=LAM)
     ref = simulate_cocoa(X[:4000], y[:4000], 2, lam=LAM)
     assert model.stop_reason == "converged" and model.params["n_workers"] >= 1
     assert np.array_equal(model.coef, ref.coef)
+    assert os.environ["OMP_NUM_THREADS"] == "3" and "MKL_NUM_THREADS" not in os.environ
+
+
+def test_restore_environ_puts_back_changed_added_and_removed_variables(monkeypatch):
+    monkeypatch.setenv("DUALSOLVE_TEST_KEPT", "a")
+    monkeypatch.setenv("DUALSOLVE_TEST_GONE", "b")
+    monkeypatch.delenv("DUALSOLVE_TEST_NEW", raising=False)
+    saved = dict(os.environ)
+    os.environ["DUALSOLVE_TEST_KEPT"] = "changed"
+    del os.environ["DUALSOLVE_TEST_GONE"]
+    os.environ["DUALSOLVE_TEST_NEW"] = "c"
+    restore_environ(saved)
+    assert os.environ["DUALSOLVE_TEST_KEPT"] == "a" and os.environ["DUALSOLVE_TEST_GONE"] == "b"
+    assert "DUALSOLVE_TEST_NEW" not in os.environ and dict(os.environ) == saved
 
 
 def test_one_vs_rest_warm_start_in_process():

@@ -86,7 +86,8 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
         of the stacked problem and of ``Model.dual``.
     client : dask.distributed.Client, optional
         The cluster to run on (e.g. ``Client("tcp://scheduler:8786")``). None starts a
-        local cluster of one single-threaded worker process per core, closed afterwards.
+        local cluster of one single-threaded worker process per core, closed afterwards
+        (and the ``OMP_NUM_THREADS=1`` its nannies set in this process put back).
     loss, lam, C, tol, seed, verbose, callback, smoothing, epsilon, fit_intercept,
     intercept_scaling
         As in ``train_sdca`` (``C``: ``lam = 1/(C n)``; ``fit_intercept``: the penalised
@@ -134,8 +135,9 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
     """
     cfg, loss, loss_param = _options(dict(locals()))
     sources = _check_shards(shards)
-    own_cluster = None
+    own_cluster = environ = None
     if client is None:
+        environ = dict(os.environ)
         client, own_cluster = _local_cluster()
     try:
         hosts = DaskHosts(client)
@@ -145,6 +147,7 @@ def train_cocoa(shards, *, client=None, loss="logistic", lam=None, C=None, tol=1
         if own_cluster is not None:
             client.close()
             own_cluster.close()
+            restore_environ(environ)
 
 
 def simulate_cocoa(X, y, n_shards, *, loss="logistic", lam=None, C=None, tol=1e-6,
@@ -200,6 +203,19 @@ def _check_shards(shards):
     if len(kinds) > 1:
         raise ValueError("shards mixes file paths and (X, y) pairs: give one kind")
     return out
+
+
+def restore_environ(saved):
+    """Put back the variables of ``saved`` (a copy of ``os.environ``) that changed since.
+    Dask's nannies set ``OMP_NUM_THREADS=1`` (and MKL's, OpenBLAS's) in this process's
+    environment before they spawn their workers and leave them there; a cluster that
+    ``train_cocoa`` started for itself must not leave every later child process of the
+    caller one thread."""
+    for key in set(os.environ) | set(saved):
+        if key not in saved:
+            del os.environ[key]
+        elif os.environ.get(key) != saved[key]:
+            os.environ[key] = saved[key]
 
 
 def _local_cluster():
