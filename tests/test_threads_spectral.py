@@ -1,6 +1,7 @@
-"""SOREL and LSVRG with n_jobs: each epoch's losses at w (rows apart) and its anchor
-X^T (lambda * phi'(X w)) (blocks of rows, dualsolve/_core/blocks.pxd) in threads, the
-steps serial. One thread's certified optimum, and the same bits on every run."""
+"""The spectral solvers with n_jobs: each epoch's losses at w (rows apart) and its
+X^T (lambda * phi'(X w)) pass (SOREL's and LSVRG's anchor, Prospect's and SGD's
+certificate; blocks of rows, dualsolve/_core/blocks.pxd) in threads, the steps serial.
+One thread's certified optimum, and the same bits on every run."""
 import warnings
 
 import numpy as np
@@ -54,3 +55,25 @@ def test_a_team_of_one_runs_every_anchor_block(tmp_path, problem):
     two = ds.train_sorel(X, y, loss="logistic", tol=1e-6, n_jobs=2)
     assert stop == "converged"
     assert fingerprint == _fingerprint(two)
+
+
+@pytest.mark.parametrize("name", ["train_prospect", "train_spectral_sgd"])
+def test_baselines_in_threads_take_one_threads_steps(name, problem):
+    """Prospect's and SGD's iterates do not use the threaded pass's X^T (...) (only the
+    certificate does) and the losses are each row's own: one thread's coef bit for bit,
+    its certificates to rounding."""
+    X, y = problem
+    train = getattr(ds, name)
+    kw = dict(loss="logistic", max_epochs=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        one = train(X, y, **kw)
+        two = train(X, y, n_jobs=2, **kw)
+    assert two.params["n_jobs"] == 2 and two.n_epochs == one.n_epochs == 16
+    assert _fingerprint(two) == _fingerprint(one)
+    np.testing.assert_array_equal(two.history["primal"], one.history["primal"])
+    checked = np.isfinite(one.history["gap"])
+    assert checked.sum() == 3 and np.array_equal(checked, np.isfinite(two.history["gap"]))
+    np.testing.assert_allclose(two.history["gap"][checked], one.history["gap"][checked],
+                               rtol=1e-12)
+    np.testing.assert_allclose(two.dual, one.dual, rtol=0, atol=0)

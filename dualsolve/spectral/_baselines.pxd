@@ -70,6 +70,11 @@ ctypedef struct BaselineOptions:
     Py_ssize_t max_epochs
     double tol                 # stop when G <= tol * (F - G) (tol = 0: run max_epochs)
     unsigned long long seed
+    int n_threads              # > 1 (OpenMP builds, X of 2^18+ nonzeros): each epoch's
+                               # losses at w (rows apart: the same values) and its check's
+                               # X^T (...) (blocks of rows, _core/blocks.pxd: the same result
+                               # for the same count) in that many threads; the steps stay
+                               # serial. 1 (or less): one thread
 
 
 # ---------------------------------------------------------------------------------------

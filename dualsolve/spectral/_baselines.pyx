@@ -16,11 +16,12 @@ from dualsolve._core.lazy cimport (DriftJIT, drift_table_size, drift_init, drift
                                    sv_add, sv_dot, sv_renormalize)
 from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
 from dualsolve._core.hooks cimport python_hook
+from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_free
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
-                                     epoch_hook, report_epoch, gap_certifies, gap_floor)
+                                     STATUS_NO_MEMORY, epoch_hook, report_epoch, gap_certifies, gap_floor)
 from dualsolve.spectral._sorel cimport (SorelProblem, SorelResult, sorel_work_sizes,
-                                        sorel_problem_init, sorel_objective, sorel_anchor,
-                                        sorel_gap, sorel_risk_gap, sorel_risk_at_zero)
+                                        sorel_problem_init, sorel_objective_threads,
+                                        sorel_anchor_blocks, sorel_gap, sorel_risk_gap, sorel_risk_at_zero)
 
 #: the hook is polled (epoch = -1) once every POLL_MASK + 1 steps (Prospect) or batches (SGD)
 cdef enum:
@@ -314,6 +315,12 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
     cdef double F = NAN, gap = NAN, floor, beta, passes, rg = NAN
     cdef double values[BASELINE_HOOK_VALUES]
     cdef int stop = 0
+    cdef Blocks team
+    res.n_epochs = 0
+    if not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0):
+        res.primal = res.dual = res.gap = res.f0 = NAN
+        res.status = STATUS_NO_MEMORY
+        return res.status
     res.status = STATUS_MAX_EPOCHS
     res.f0 = sorel_risk_at_zero(Q)
     # tol = 0 runs the whole budget (gap_certifies never holds for it)
@@ -324,7 +331,7 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
     if PP != NULL:
         prospect_start(data, indices, indptr, PP, opt.step, opt.seed)
     while True:
-        F = sorel_objective(data, indices, indptr, Q, k > 0)
+        F = sorel_objective_threads(data, indices, indptr, Q, k > 0, team.size)
         if PP != NULL:
             passes = 0.0 if k == 0 else 1.0 + k
         else:
@@ -349,7 +356,7 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             rg = sorel_risk_gap(Q)
         if (k % CHECK_EVERY == 0 or k >= opt.max_epochs
                 or gap_certifies(rg, F - rg, opt.tol, floor)):
-            sorel_anchor(data, indices, indptr, Q)
+            sorel_anchor_blocks(data, indices, indptr, Q, &team)
             gap = sorel_gap(Q, Q.gbar)
         values[0], values[1], values[2], values[3] = F, F - gap, gap, passes
         res.status = report_epoch(hook, ctx, k, values,
@@ -368,6 +375,7 @@ cdef int _run(const floating* data, const index_t* indices, const index_t* indpt
             res.status = stop
             break
         k += 1
+    blocks_free(&team)
     res.n_epochs = k
     res.primal = F
     res.gap = gap
@@ -427,7 +435,7 @@ def solve_prospect(const floating[::1] data, const index_t[::1] indices,
                    str loss, double loss_param, const double[::1] sigma, double lam,
                    double[::1] w, double[::1] dual, bint dual_given, double step,
                    Py_ssize_t max_epochs, double tol, unsigned long long seed, mon,
-                   trace=None, order_trace=None):
+                   trace=None, order_trace=None, int n_threads=1):
     """prospect_run on validated arrays (w: w_0 in, the iterate out; dual: lambda_0 in when
     ``dual_given``, the certificate's lambda out). trace: an intp array receiving the
     sampled rows; order_trace: an intp array (steps, n) receiving the maintained sorted
@@ -460,6 +468,7 @@ def solve_prospect(const floating[::1] data, const index_t[::1] indices,
     opt.max_epochs = max_epochs
     opt.tol = tol
     opt.seed = seed
+    opt.n_threads = n_threads if n_threads > 1 else 1
     cdef SorelResult res
     mon.set_coef(np.asarray(wv)[:d])
     with nogil:
@@ -472,7 +481,7 @@ def solve_sgd(const floating[::1] data, const index_t[::1] indices, const index_
               Py_ssize_t n_features, const double[::1] y, str loss, double loss_param,
               const double[::1] sigma, const double[::1] sigma_b, double lam, double[::1] w,
               double[::1] dual, bint dual_given, double step, Py_ssize_t max_epochs,
-              double tol, unsigned long long seed, mon, trace=None):
+              double tol, unsigned long long seed, mon, trace=None, int n_threads=1):
     """sgd_run on validated arrays (batch size = len(sigma_b); w and dual as for
     solve_prospect). Returns (status, n_epochs, primal, dual, gap, F(0))."""
     cdef Py_ssize_t n = dual.shape[0], d = n_features, b = sigma_b.shape[0]
@@ -497,6 +506,7 @@ def solve_sgd(const floating[::1] data, const index_t[::1] indices, const index_
     opt.max_epochs = max_epochs
     opt.tol = tol
     opt.seed = seed
+    opt.n_threads = n_threads if n_threads > 1 else 1
     cdef SorelResult res
     mon.set_coef(np.asarray(wv)[:d])
     with nogil:

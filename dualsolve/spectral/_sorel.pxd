@@ -79,6 +79,7 @@ Minimal use (tests/test_embed_spectral.py has a complete extension)::
         sorel_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
 """
 from libc.stdint cimport int64_t
+from dualsolve._core.blocks cimport Blocks
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.losses cimport Loss
 from dualsolve._core.rng cimport rng_state
@@ -188,9 +189,21 @@ cdef void sorel_problem_init(SorelProblem* P, Py_ssize_t n, Py_ssize_t d, Py_ssi
 cdef double sorel_objective(const floating* data, const index_t* indices, const index_t* indptr,
                             SorelProblem* P, bint warm) noexcept nogil
 
+# sorel_objective with the rows' losses in ``threads`` threads (each row its own: the same
+# values for any count).
+cdef double sorel_objective_threads(const floating* data, const index_t* indices,
+                                    const index_t* indptr, SorelProblem* P, bint warm,
+                                    int threads) noexcept nogil
+
 # P.gbar = X^T (P.dual * P.dbar). O(nnz + d).
 cdef void sorel_anchor(const floating* data, const index_t* indices, const index_t* indptr,
                        SorelProblem* P) noexcept nogil
+
+# sorel_anchor in the team's blocks of rows (_core/blocks.pxd, made for X's rows and
+# width d): the same result for the same team size.
+cdef void sorel_anchor_blocks(const floating* data, const index_t* indices,
+                              const index_t* indptr, SorelProblem* P,
+                              const Blocks* team) noexcept nogil
 
 # The first term of the certificate, R_sigma(l) - P.dual^T l >= 0 (a lower bound on G), from
 # P.l_cur and P.lperm. O(n).

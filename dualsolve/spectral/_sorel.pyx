@@ -138,13 +138,12 @@ cdef inline double _sum_squares(const double* a, const double* b, double c,
 
 cdef double sorel_objective(const floating* data, const index_t* indices, const index_t* indptr,
                             SorelProblem* P, bint warm) noexcept nogil:
-    return _objective(data, indices, indptr, P, warm, 1)
+    return sorel_objective_threads(data, indices, indptr, P, warm, 1)
 
 
-cdef double _objective(const floating* data, const index_t* indices, const index_t* indptr,
-                       SorelProblem* P, bint warm, int threads) noexcept nogil:
-    """sorel_objective with the rows' losses in ``threads`` threads (each row its own:
-    the same values for any count)."""
+cdef double sorel_objective_threads(const floating* data, const index_t* indices,
+                                    const index_t* indptr, SorelProblem* P, bint warm,
+                                    int threads) noexcept nogil:
     cdef Py_ssize_t i, j, n = P.n
     cdef index_t a, e
     cdef double m
@@ -235,10 +234,10 @@ cdef void sorel_anchor(const floating* data, const index_t* indices, const index
     _anchor_rows(data, indices, indptr, P, P.gbar, 0, P.n)
 
 
-cdef void _anchor(const floating* data, const index_t* indices, const index_t* indptr,
-                  SorelProblem* P, const Blocks* team) noexcept nogil:
-    """sorel_anchor in the team's blocks of rows: block b >= 1 into its own vector, added
-    into gbar by ranges of features in block order."""
+cdef void sorel_anchor_blocks(const floating* data, const index_t* indices,
+                              const index_t* indptr, SorelProblem* P,
+                              const Blocks* team) noexcept nogil:
+    # block b >= 1 into its own vector, added into gbar by ranges of features in block order
     cdef Py_ssize_t b
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
         _anchor_rows(data, indices, indptr, P, P.gbar if b == 0 else blocks_own(team, b),
@@ -318,7 +317,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     res.f0 = sorel_risk_at_zero(P)
     # tol = 0 runs the whole budget (gap_certifies never holds for it)
     floor = gap_floor(res.f0)
-    F = _objective(data, indices, indptr, P, False, team.size)
+    F = sorel_objective_threads(data, indices, indptr, P, False, team.size)
     if P.dual_given:                                      # lambda_0: the given lambda ...
         memcpy(P.z, P.dual, n * sizeof(double))
         project_permutahedron(P.z, P.sigma, P.dual, n, P.perm, P.iw, P.pdw, False)
@@ -337,7 +336,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         if k == 0 and P.dual_given:
             # a warm start's own certificate first: G(w_0, lambda_0)
             memcpy(P.dual_old, P.dual, n * sizeof(double))
-            _anchor(data, indices, indptr, P, &team)
+            sorel_anchor_blocks(data, indices, indptr, P, &team)
             gap0 = sorel_gap(P, P.gbar)
         theta = <double>k / <double>(k + 1)
         if opt.no_dual_prox:
@@ -358,7 +357,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                 n_anti = 0
             inv_tau = <double>(k + 1) / (opt.prox_scale * <double>n)
         # the anchor gbar = X^T (lambda_{k+1} * phi'(X w_k)), and the certificate of w_k
-        _anchor(data, indices, indptr, P, &team)
+        sorel_anchor_blocks(data, indices, indptr, P, &team)
         gap = sorel_gap(P, P.gbar)
         if k == 0 and P.dual_given and gap0 < gap:
             gap = gap0                                    # P.dual becomes lambda_0 if k ends here
@@ -420,7 +419,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
             res.status = stop
             break
         drift_flush(&st, T)
-        F = _objective(data, indices, indptr, P, True, team.size)
+        F = sorel_objective_threads(data, indices, indptr, P, True, team.size)
         k += 1
     if k == 0 and P.dual_given and gap0 <= gap:         # the warm start's lambda_0 certified
         memcpy(P.dual, P.dual_old, n * sizeof(double))

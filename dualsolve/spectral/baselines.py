@@ -216,7 +216,7 @@ def _prospect_engine(p, o, mon, trace=None, order_trace=None):
     status, n_epochs, primal, dual_value, gap, f0, shifts = _baselines.solve_prospect(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, p.lam, w,
         dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace,
-        order_trace=order_trace)
+        order_trace=order_trace, n_threads=p.n_jobs)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
                   threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name,
@@ -323,7 +323,8 @@ def _sgd_engine(p, o, mon, trace=None):
     w, dual, given = start(p)
     status, n_epochs, primal, dual_value, gap, f0 = _baselines.solve_sgd(
         p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, sigma, sigma_b,
-        p.lam, w, dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace)
+        p.lam, w, dual, given, float(step), p.max_epochs, p.tol, p.seed, mon, trace=trace,
+        n_threads=p.n_jobs)
     return Result(status, n_epochs, coef=w, dual=dual, measure=gap,
                   threshold=threshold(primal - gap, p.tol, f0),
                   info=dict(step=float(step), f0=f0, spectrum=name, batch_size=b),

@@ -79,10 +79,11 @@ TAIL_DOC = """    tol : float >= 0
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
         classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
-        ``train_sorel`` and ``train_lsvrg`` on one problem (X of 2^18 nonzeros or more):
-        each epoch's losses at w and its anchor ``X^T (lambda * phi'(X w))`` in ``n_jobs``
-        threads (blocks of rows), the steps serial; the same ``n_jobs`` gives the same
-        model bit for bit."""
+        On one problem (X of 2^18 nonzeros or more): each epoch's losses at w and its
+        ``X^T (lambda * phi'(X w))`` pass (the anchor of ``train_sorel`` and
+        ``train_lsvrg``, the certificate's of ``train_prospect`` and
+        ``train_spectral_sgd``) in ``n_jobs`` threads (blocks of rows), the steps serial;
+        the same ``n_jobs`` gives the same model bit for bit."""
 
 
 # ---------------------------------------------------------------------------------------
