@@ -42,7 +42,7 @@ PYX = '''
     def solve(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
               double[::1] y, double[::1] sigma, double lam, double step, double c,
               double tol, Py_ssize_t max_epochs, unsigned long long seed,
-              Py_ssize_t stop_after=-1):
+              Py_ssize_t stop_after=-1, int n_threads=1):
         cdef Py_ssize_t n = y.shape[0], nd, ni, nl, T
         cdef SorelOptions opt = sorel_default_options()
         opt.step = step
@@ -50,6 +50,7 @@ PYX = '''
         opt.tol = tol
         opt.max_epochs = max_epochs
         opt.seed = seed
+        opt.n_threads = n_threads
         T = sorel_epoch_steps(&opt, n)
         sorel_work_sizes(n, d, opt.batch_size, T, &nd, &ni, &nl)
         dwork = np.zeros(nd)
@@ -127,6 +128,26 @@ def test_cimported_loop_gives_the_same_iterates(embed_module, problem, spectrum)
     assert gap == m.history["gap"][-1] and primal == m.history["primal"][-1]
     assert f0 == m.params["f0"] and gap <= 1e-8 * f0
     assert n_values == len(m.history.dtype.names) - 2      # primal, dual, gap, passes, eta
+
+
+def test_cimported_loop_in_two_threads_gives_the_same_iterates(embed_module):
+    """SorelOptions.n_threads = 2 (each epoch's losses and anchor in blocks of rows) is
+    train_sorel(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
+    from dualsolve import _threads
+    from test_threads import _int32_problem
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core here: train_sorel(n_jobs=2) would run one thread")
+    X, y = _int32_problem(20000, 20_000, seed=4)
+    n = X.shape[0]
+    m = ds.train_sorel(X, y, loss="squared", lam=1.0 / n, tol=1e-6, max_epochs=300, seed=3,
+                       n_jobs=2)
+    assert m.converged and m.params["n_jobs"] == 2
+    w, dual, status, n_epochs, primal, gap, f0, hist, _ = embed_module.solve(
+        X.data, X.indices, X.indptr, X.shape[1], y, ds.spectrum("superquantile", n), 1.0 / n,
+        m.params["step"], m.params["dual_step_scale"], 1e-6, 300, 3, n_threads=2)
+    assert status == 0 and n_epochs == m.n_epochs
+    np.testing.assert_array_equal(w, m.coef)
+    np.testing.assert_array_equal(hist[1], m.history["gap"])
 
 
 def test_the_hook_stops_the_loop(embed_module, problem):

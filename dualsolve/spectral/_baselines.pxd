@@ -77,6 +77,11 @@ ctypedef struct BaselineOptions:
                                # serial. 1 (or less): one thread
 
 
+# Every option at its default (step 0.01, steps 0: set it, 64 epochs, tol 0, seed 0, one
+# thread): a caller that sets fields one by one starts from here.
+cdef BaselineOptions baseline_default_options() noexcept nogil
+
+
 # ---------------------------------------------------------------------------------------
 # Prospect
 

@@ -32,6 +32,17 @@ cdef enum:
     CHECK_EVERY = 8
 
 
+cdef BaselineOptions baseline_default_options() noexcept nogil:
+    cdef BaselineOptions o
+    o.step = 0.01
+    o.steps = 0
+    o.max_epochs = 64
+    o.tol = 0.0
+    o.seed = 0
+    o.n_threads = 1
+    return o
+
+
 # ---------------------------------------------------------------------------------------
 # Prospect
 
@@ -462,7 +473,7 @@ def solve_prospect(const floating[::1] data, const index_t[::1] indices,
             P.otrace = &otr[0, 0]
             P.otrace_steps = otr.shape[0]
     cdef _Checks chk = _Checks(n, d, y, loss, loss_param, sigma, lam, wv, dual, dual_given)
-    cdef BaselineOptions opt
+    cdef BaselineOptions opt = baseline_default_options()
     opt.step = step
     opt.steps = n
     opt.max_epochs = max_epochs
@@ -500,7 +511,7 @@ def solve_sgd(const floating[::1] data, const index_t[::1] indices, const index_
                      &dwork[0], &iwork[0], seed)
     P.trace = intp_out(trace, &P.trace_len)
     cdef _Checks chk = _Checks(n, d, y, loss, loss_param, sigma, lam, wv, dual, dual_given)
-    cdef BaselineOptions opt
+    cdef BaselineOptions opt = baseline_default_options()
     opt.step = step
     opt.steps = n // b
     opt.max_epochs = max_epochs
