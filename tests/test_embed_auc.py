@@ -43,7 +43,7 @@ PYX = '''
     def ppd(double[::1] data, int32_t[::1] indices, int32_t[::1] indptr, Py_ssize_t d,
             double[::1] y, str method, double lam, double decay, double tol,
             Py_ssize_t max_epochs, unsigned long long seed, bint count=False,
-            long stop_at=-1):
+            long stop_at=-1, int n_threads=1):
         cdef Py_ssize_t n = y.shape[0]
         w = np.zeros(d)
         cdef double[::1] wv = w
@@ -63,6 +63,7 @@ PYX = '''
         opt.tol = tol
         opt.max_epochs = max_epochs
         opt.seed = seed
+        opt.n_threads = n_threads
         with nogil:
             ppd_run(&data[0], &indices[0], &indptr[0], n, d, &y[0], &wv[0], &opt, &res,
                     hook, &c)
@@ -131,6 +132,24 @@ def test_cimported_ppd_run_gives_the_same_w(embed_module, problem, method):
         assert n_epochs == m.n_epochs and eta0 == m.params["step"]
         np.testing.assert_array_equal(w, m.coef)
         assert primal == m.history["primal"][-1] and measure == m.history["gap"][-1]
+
+
+def test_cimported_ppd_run_in_two_threads_gives_the_same_certificate(embed_module):
+    """PpdOptions.n_threads = 2 (each evaluation's pass in blocks of rows) is
+    train_ppd_sg(n_jobs=2), bit for bit, on X over the blocks' 2^18 nonzeros."""
+    from dualsolve import _threads
+    from test_threads import _int32_problem
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core here: train_ppd_sg(n_jobs=2) would run one thread")
+    X, y = _int32_problem(20000, 20_000, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        m = ds.train_ppd_sg(X, y, lam=1e-4, tol=0.0, max_epochs=4, seed=5, n_jobs=2)
+    w, status, n_epochs, primal, measure, _, _ = embed_module.ppd(
+        X.data, X.indices, X.indptr, X.shape[1], y, "sg", 1e-4, 1.0, 0.0, 4, 5, n_threads=2)
+    assert m.params["n_jobs"] == 2 and n_epochs == m.n_epochs == 4
+    np.testing.assert_array_equal(w, m.coef)
+    assert primal == m.history["primal"][-1] and measure == m.history["gap"][-1]
 
 
 def test_cimported_solam_run_gives_the_same_w(embed_module, problem):

@@ -43,6 +43,7 @@ average; a stage end that converges (or turns non-finite) mid-epoch is reported 
 as epoch ceil(steps / epoch length).
 """
 from libc.stdint cimport int64_t, uint64_t
+from dualsolve._core.blocks cimport Blocks
 from dualsolve._core.csr cimport floating, index_t
 from dualsolve._core.status cimport epoch_hook
 
@@ -86,6 +87,10 @@ ctypedef struct PpdOptions:
                               # 0: the DriftJIT form always, for tests)
     Py_ssize_t* trace         # optional: every drawn row, in order, up to trace_len (tests)
     Py_ssize_t trace_len
+    int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each evaluation's
+                              # pass over X (auc_evaluate_blocks) in that many blocks of rows
+                              # (_core/blocks.pxd: the same result for the same count); the
+                              # steps stay serial
 
 
 ctypedef struct PpdResult:
@@ -139,6 +144,16 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
                       Py_ssize_t n, Py_ssize_t d, const double* y, const double* w,
                       double lam, bint saddle, double a, double b, double R, double R2,
                       double* h, double* g, AucEval* ev) noexcept nogil
+
+# auc_evaluate with the scores in team.size threads (each row its own: the same values) and
+# the gradient's pass in the team's blocks of rows (made for X's rows and width
+# n_features); the same result for the same team size, auc_evaluate's for one block or
+# team = NULL.
+cdef int auc_evaluate_blocks(const floating* data, const index_t* indices,
+                             const index_t* indptr, Py_ssize_t n, Py_ssize_t d,
+                             const double* y, const double* w, double lam, bint saddle,
+                             double a, double b, double R, double R2, double* h, double* g,
+                             AucEval* ev, const Blocks* team) noexcept nogil
 
 
 cdef inline void auc_grads(double h, double y, double a, double b, double alpha, double p,

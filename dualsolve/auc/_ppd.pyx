@@ -54,6 +54,10 @@ from scipy.special.cython_special cimport psi
 
 import numpy as np
 
+from cython.parallel cimport prange
+
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
+                                     blocks_free, blocks_add_copies)
 from dualsolve._core.buffers cimport intp_out
 from dualsolve.auc._alloc cimport ds_auc_calloc
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy, prefetch_row,
@@ -832,6 +836,33 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
                       Py_ssize_t n, Py_ssize_t d, const double* y, const double* w,
                       double lam, bint saddle, double a, double b, double R, double R2,
                       double* h, double* g, AucEval* ev) noexcept nogil:
+    return auc_evaluate_blocks(data, indices, indptr, n, d, y, w, lam, saddle, a, b, R, R2,
+                               h, g, ev, NULL)
+
+
+cdef void _gradient_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                         const double* y, const double* h, double a, double b, double al,
+                         double cpos, double cneg, Py_ssize_t lo, Py_ssize_t hi, double* g,
+                         Py_ssize_t d) noexcept nogil:
+    """g = sum over rows lo .. hi - 1 of (1/n) dF/dh(h_i) x_i (zeroed first)."""
+    cdef Py_ssize_t i, start
+    cdef double r
+    memset(g, 0, d * sizeof(double))
+    for i in range(lo, hi):
+        if y[i] > 0:
+            r = cpos * (h[i] - a - 1.0 - al)
+        else:
+            r = cneg * (h[i] - b + 1.0 + al)
+        if r != 0.0:
+            start = indptr[i]
+            sparse_axpy(r, data + start, indices + start, indptr[i + 1] - start, g)
+
+
+cdef int auc_evaluate_blocks(const floating* data, const index_t* indices,
+                             const index_t* indptr, Py_ssize_t n, Py_ssize_t d,
+                             const double* y, const double* w, double lam, bint saddle,
+                             double a, double b, double R, double R2, double* h, double* g,
+                             AucEval* ev, const Blocks* team) noexcept nogil:
     """See _ppd.pxd. With p = n+/n and the class means m+, m- and (biased) variances V+, V-
     of the scores, J = p(1-p) (V+ + V- + D (D + 2)) + (lam/2)||w||^2, D = m- - m+, and the
     gradient of f(w, a, b, alpha) = (1/n) sum_i F + (lam/2)||w||^2 in w is
@@ -842,10 +873,13 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
     cdef KahanSum ww = ksum_new(), gg = ksum_new(), gw = ksum_new()
     cdef double npos = 0.0, nneg, p, pq, mp, mn, Vp, Vn, D, hi, r, cpos, cneg, al, ga, gb
     cdef double wn2, gn2, gdw, excess
-    for i in range(n):
+    cdef Py_ssize_t blk, size = team.size if team != NULL else 1
+    # the scores, each row its own (the same values for any team); their sums in row order
+    for i in prange(n, num_threads=size, schedule="static"):
         start = indptr[i]
-        hi = sparse_dot(data + start, indices + start, indptr[i + 1] - start, w)
-        h[i] = hi
+        h[i] = sparse_dot(data + start, indices + start, indptr[i + 1] - start, w)
+    for i in range(n):
+        hi = h[i]
         if y[i] > 0:
             ksum_add(&sp, hi)
             npos += 1.0
@@ -883,15 +917,13 @@ cdef int auc_evaluate(const floating* data, const index_t* indices, const index_
             al = -R2
     cpos = 2.0 * (1.0 - p) / n
     cneg = 2.0 * p / n
-    memset(g, 0, d * sizeof(double))
-    for i in range(n):
-        if y[i] > 0:
-            r = cpos * (h[i] - a - 1.0 - al)
-        else:
-            r = cneg * (h[i] - b + 1.0 + al)
-        if r != 0.0:
-            start = indptr[i]
-            sparse_axpy(r, data + start, indices + start, indptr[i + 1] - start, g)
+    if size == 1:
+        _gradient_rows(data, indices, indptr, y, h, a, b, al, cpos, cneg, 0, n, g, d)
+    else:                       # block b >= 1 into its own copy, added in block order
+        for blk in prange(size, num_threads=size, schedule="static", chunksize=1):
+            _gradient_rows(data, indices, indptr, y, h, a, b, al, cpos, cneg, team.rows[blk],
+                           team.rows[blk + 1], g if blk == 0 else blocks_own(team, blk), d)
+        blocks_add_copies(team, g, 1, 0)
     for j in range(d):
         g[j] += lam * w[j]
         ksum_add(&gg, g[j] * g[j])
@@ -951,6 +983,7 @@ cdef PpdOptions ppd_default_options() noexcept nogil:
     o.scaled_sg = True
     o.trace = NULL
     o.trace_len = 0
+    o.n_threads = 1
     return o
 
 
@@ -1039,6 +1072,7 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     cdef int status, stop
     cdef bint pga = opt.method == PPD_PGA, certify_v = False
     cdef double* g
+    cdef Blocks team
     memset(&P, 0, sizeof(AucProblem))
     res.status = STATUS_NO_MEMORY
     res.n_epochs = 0
@@ -1076,7 +1110,8 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     g = P.wsum                                         # the evaluation's gradient (work)
     if (P.w == NULL or P.wsum == NULL or P.gsum == NULL or P.last == NULL or P.batch == NULL
             or P.coef == NULL or P.scores == NULL
-            or (pga and (P.pstamp == NULL or P.pstamp_lo == NULL))):
+            or (pga and (P.pstamp == NULL or P.pstamp_lo == NULL))
+            or not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0)):
         _free_work(&P)
         return res.status
     for k in range(n):
@@ -1126,14 +1161,14 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     rfloor = gap_floor(pq)
 
     # epoch 0: the start, with a, b, alpha at their maximisers
-    auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, INFINITY, INFINITY,
-                 P.scores, g, &ev)
+    auc_evaluate_blocks(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, INFINITY,
+                        INFINITY, P.scores, g, &ev, &team)
     P.a0 = P.a = ev.mean_pos
     P.b0 = P.b = ev.mean_neg
     P.alpha = ev.mean_neg - ev.mean_pos
     if certify_v:
-        auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, 0, P.a0, P.b0, P.R1, P.R2,
-                     P.scores, g, &ev)
+        auc_evaluate_blocks(data, indices, indptr, n, d, y, w, opt.lam, 0, P.a0, P.b0, P.R1,
+                            P.R2, P.scores, g, &ev, &team)
     _set_values(&P, &ev)
     res.primal = ev.J
     res.measure = ev.measure
@@ -1175,8 +1210,9 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
         if not pga and opt.alpha_batch > 0.0:
             _alpha_reset_sampled(data, indices, indptr, &P,
                                  <int64_t>floor(opt.alpha_batch * pow(opt.growth, <double>(k - 1)) + 0.5))
-        auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, not certify_v, P.a0, P.b0,
-                     P.R1 if certify_v else INFINITY, P.R2, P.scores, g, &ev)
+        auc_evaluate_blocks(data, indices, indptr, n, d, y, w, opt.lam, not certify_v, P.a0,
+                            P.b0, P.R1 if certify_v else INFINITY, P.R2, P.scores, g, &ev,
+                            &team)
         if not pga and opt.alpha_batch <= 0.0:         # Algorithm 2's reset, over all rows
             P.alpha = ev.mean_neg - ev.mean_pos
         _set_values(&P, &ev)
@@ -1207,6 +1243,7 @@ cdef int ppd_run(const floating* data, const index_t* indices, const index_t* in
     res.p = P.p
     res.pq = P.pq
     _free_work(&P)
+    blocks_free(&team)
     return status
 
 
@@ -1239,19 +1276,26 @@ def default_step(const floating[::1] data, const index_t[::1] indptr, const doub
 def evaluate(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
              Py_ssize_t n_features, const double[::1] y, const double[::1] w, double lam,
              bint saddle=True, double a=0.0, double b=0.0, double R=INFINITY,
-             double R2=INFINITY):
-    """auc_evaluate at w: dict(J, pairwise, mean_pos, mean_neg, gnorm2, gdotv, vnorm2,
-    measure, grad)."""
+             double R2=INFINITY, int n_threads=1):
+    """auc_evaluate at w (in ``n_threads`` blocks of rows where X has 2^18+ nonzeros):
+    dict(J, pairwise, mean_pos, mean_neg, gnorm2, gdotv, vnorm2, measure, grad, blocks)."""
     cdef Py_ssize_t n = y.shape[0]
     cdef AucEval ev
+    cdef Blocks team
     h = np.empty(n)
     g = np.empty(max(n_features, 1))
     cdef double[::1] hv = h, gv = g
-    auc_evaluate(&data[0], &indices[0], &indptr[0], n, n_features, &y[0], &w[0], lam, saddle,
-                 a, b, R, R2, &hv[0], &gv[0], &ev)
+    if not blocks_init(&team, &indptr[0], n, n_features, n_threads, BLOCKS_MIN_NNZ,
+                       n_features, 0):
+        raise MemoryError("auc_evaluate's blocks")
+    with nogil:
+        auc_evaluate_blocks(&data[0], &indices[0], &indptr[0], n, n_features, &y[0], &w[0],
+                            lam, saddle, a, b, R, R2, &hv[0], &gv[0], &ev, &team)
+    blocks = team.size
+    blocks_free(&team)
     return dict(J=ev.J, pairwise=ev.pairwise, mean_pos=ev.mean_pos, mean_neg=ev.mean_neg,
                 gnorm2=ev.gnorm2, gdotv=ev.gdotv, vnorm2=ev.vnorm2, measure=ev.measure,
-                grad=g[:n_features])
+                grad=g[:n_features], blocks=blocks)
 
 
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -1259,7 +1303,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double lam, double eta0, double T0, double decay, double growth, double inv_gamma,
           double delta, double R1, double R2, Py_ssize_t batch_size, str p_mode, double p,
           double alpha_batch, double tol, Py_ssize_t max_epochs, unsigned long long seed,
-          mon=None, trace=None, long long max_steps=0, bint scaled_sg=True):
+          mon=None, trace=None, long long max_steps=0, bint scaled_sg=True, int n_threads=1):
     """Run ppd_run on validated arrays (w: the start, overwritten with the result; 0 for
     eta0 or T0: the defaults), reporting every epoch to ``mon`` (an EpochMonitor expecting
     AUC_HOOK_VALUES values, or None). ``trace`` (intp array): the drawn rows, for tests;
@@ -1291,6 +1335,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.max_steps = max_steps
     opt.seed = seed
     opt.scaled_sg = scaled_sg
+    opt.n_threads = n_threads if n_threads > 1 else 1
     opt.trace = intp_out(trace, &opt.trace_len)
     cdef epoch_hook hook = NULL
     if mon is not None:

@@ -40,6 +40,10 @@ ctypedef struct SolamOptions:
     uint64_t seed
     Py_ssize_t* trace         # optional: every drawn row, in order, up to trace_len (tests)
     Py_ssize_t trace_len
+    int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each epoch's
+                              # evaluation (dualsolve.auc._ppd.auc_evaluate_blocks) in that
+                              # many blocks of rows (the same result for the same count);
+                              # the steps stay serial
 
 
 ctypedef struct SolamResult:

@@ -29,8 +29,9 @@ from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS
                                      gap_target, gap_floor)
 from dualsolve._core.lazy cimport (ScaledVec, sv_init, sv_scale, sv_dot, sv_add, sv_sqnorm,
                                    sv_renormalize)
-from dualsolve.auc._ppd cimport (auc_grads, auc_evaluate, auc_default_step, AucEval, AUC_SOLAM,
-                                 AUC_HOOK_VALUES)
+from dualsolve._core.blocks cimport Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_free
+from dualsolve.auc._ppd cimport (auc_grads, auc_evaluate_blocks, auc_default_step, AucEval,
+                                 AUC_SOLAM, AUC_HOOK_VALUES)
 
 cdef extern from *:
     """
@@ -134,6 +135,7 @@ cdef SolamOptions solam_default_options() noexcept nogil:
     o.seed = 0
     o.trace = NULL
     o.trace_len = 0
+    o.n_threads = 1
     return o
 
 
@@ -150,6 +152,7 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     cdef double values[AUC_HOOK_VALUES]
     cdef double kappa = 0.0, sq, npos = 0.0, p_emp, pq, floor, nrm
     cdef int status, stop
+    cdef Blocks team
     cdef double* h = <double*>ds_auc_calloc(n, sizeof(double), 8)
     cdef double* g = <double*>ds_auc_calloc(dd, sizeof(double), 8)
     cdef double* z = <double*>ds_auc_calloc(dd, sizeof(double), 8)
@@ -160,7 +163,8 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     res.n_steps = 0
     res.primal = res.measure = res.threshold = NAN
     res.a = res.b = res.alpha = res.p_hat = res.zeta = res.kappa = NAN
-    if h == NULL or g == NULL or z == NULL or st.S == NULL or st.lastP == NULL:
+    if (h == NULL or g == NULL or z == NULL or st.S == NULL or st.lastP == NULL
+            or not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0)):
         free(h); free(g); free(z); free(st.S); free(st.lastP)
         return res.status
     for i in range(n):
@@ -210,8 +214,8 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
     for j in range(d):
         z[j] = w[j]
     sv_init(&st.sv, z, d)
-    auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, opt.R, INFINITY,
-                 h, g, &ev)
+    auc_evaluate_blocks(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, opt.R,
+                        INFINITY, h, g, &ev, &team)
     st.a = min(max(ev.mean_pos, -st.kR), st.kR)
     st.b = min(max(ev.mean_neg, -st.kR), st.kR)
     st.alpha = min(max(ev.mean_neg - ev.mean_pos, -2.0 * st.kR), 2.0 * st.kR)
@@ -254,20 +258,21 @@ cdef int solam_run(const floating* data, const index_t* indices, const index_t* 
         res.a = st.suma / st.gbar
         res.b = st.sumb / st.gbar
         res.alpha = st.sumal / st.gbar
-        auc_evaluate(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, opt.R, INFINITY,
-                     h, g, &ev)
+        auc_evaluate_blocks(data, indices, indptr, n, d, y, w, opt.lam, 1, 0.0, 0.0, opt.R,
+                            INFINITY, h, g, &ev, &team)
     res.status = status
     res.n_epochs = epoch
     res.n_steps = st.t
     res.p_hat = st.p_hat
     free(h); free(g); free(z); free(st.S); free(st.lastP)
+    blocks_free(&team)
     return status
 
 
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
           Py_ssize_t n_features, const double[::1] y, double[::1] w, *, double zeta,
           double R, double lam, double tol, Py_ssize_t max_epochs, unsigned long long seed,
-          mon=None, trace=None):
+          mon=None, trace=None, int n_threads=1):
     """Run solam_run on validated arrays (w: the start, overwritten with the result; zeta 0:
     the default), reporting every epoch to ``mon`` (an EpochMonitor expecting
     AUC_HOOK_VALUES values, or None). ``trace`` (intp array): the drawn rows, for tests.
@@ -286,6 +291,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.tol = tol
     opt.max_epochs = max_epochs
     opt.seed = seed
+    opt.n_threads = n_threads if n_threads > 1 else 1
     opt.trace = intp_out(trace, &opt.trace_len)
     cdef epoch_hook hook = NULL
     if mon is not None:
