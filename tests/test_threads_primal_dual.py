@@ -1,7 +1,7 @@
 """The primal-dual family's one problem with n_jobs: the SVRG / Katyusha snapshots' and
 the SPDC family's evaluations' passes over X in blocks of rows (dualsolve/_core/blocks.pxd),
-the steps serial. The certified optimum of one thread, and a result that depends on the
-block count only."""
+the steps serial; the batch solvers' two products a pass (X x by rows, X^T y in blocks).
+The certified optimum of one thread, and a result that depends on the block count only."""
 import numpy as np
 import pytest
 
@@ -40,6 +40,61 @@ def test_snapshots_in_threads_reach_the_certified_optimum_of_one(train, weighted
     if _blocks():
         # two blocks sum mu in another order: a different computation, not one thread's
         assert _fingerprint(one) != _fingerprint(two)
+
+
+@pytest.mark.parametrize("train", [ds.train_bpd, ds.train_df_bpd, ds.train_ada_bpd])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_batch_products_in_threads_reach_the_certified_optimum_of_one(train, weighted,
+                                                                       problem):
+    X, y = problem
+    kw = dict(loss="logistic", tol=1e-9, max_epochs=2000)
+    if weighted:
+        weight = np.random.default_rng(5).random(N) * 2.0
+        weight[::5] = 0.0
+        kw["sample_weight"] = weight
+    one = train(X, y, **kw)
+    runs = [train(X, y, n_jobs=2, **kw) for _ in range(2)]
+    two = runs[0]
+    assert one.converged and two.converged and two.params["n_jobs"] == 2
+    P1, P2 = one.history["primal"][-1], two.history["primal"][-1]
+    D1, D2 = P1 - one.history["gap"][-1], P2 - two.history["gap"][-1]
+    assert P2 >= D1 - 1e-15 and P1 >= D2 - 1e-15
+    assert _fingerprint(runs[1]) == _fingerprint(two) and runs[1].n_epochs == two.n_epochs
+    if _blocks():
+        # X^T y in two blocks: another order of the sums than scipy's one pass
+        assert _fingerprint(one) != _fingerprint(two)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_row_passes_are_scipys_products(index_dtype, problem):
+    """RowPasses (the batch solvers' products in threads): X w row by row, the same values
+    for any count; X^T c in blocks, scipy's to rounding, the same bits on every call."""
+    import scipy.sparse as sp
+    from dualsolve._core.csr import RowPasses
+    X, _ = problem
+    A = sp.csr_matrix(X)
+    A.indices, A.indptr = A.indices.astype(index_dtype), A.indptr.astype(index_dtype)
+    rng = np.random.default_rng(3)
+    w, c = rng.standard_normal(D), rng.standard_normal(N)
+    one, two = RowPasses(A, 1), RowPasses(A, 2)
+    assert one.threads == 1 and two.threads == (2 if _blocks() else 1)
+    assert RowPasses(A[:1000], 2).threads == 1            # under the blocks' 2^18 nonzeros
+    s1, s2, t1, t2, again = (np.empty(N), np.empty(N), np.empty(D), np.empty(D),
+                             np.empty(D))
+    one.dot(w, s1)
+    two.dot(w, s2)
+    np.testing.assert_array_equal(s2, s1)
+    np.testing.assert_allclose(s1, A @ w, rtol=1e-12, atol=1e-12)
+    one.tdot(c, t1)
+    two.tdot(c, t2)
+    two.tdot(c, again)
+    np.testing.assert_allclose(t2, A.T @ c, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t1, A.T @ c, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(again, t2)
+    with pytest.raises(ValueError, match="n_features"):
+        two.dot(np.zeros(D + 1), s1)
+    with pytest.raises(ValueError, match="n_rows"):
+        two.tdot(np.zeros(N - 1), t1)
 
 
 @pytest.mark.parametrize("kw", [

@@ -1,9 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Python access to the row kernels of ``csr.pxd`` (no copy of the matrix)."""
 from cython.parallel cimport prange, threadid
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 
 import numpy as np
+
+from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
+                                     blocks_free, blocks_add_copies)
 
 from dualsolve._validation import check_csr
 
@@ -32,6 +37,122 @@ def _rows_axpy(const floating[::1] data, const index_t[::1] indices, const index
         for i in range(coef.shape[0]):
             s = indptr[i]
             sparse_axpy(coef[i], &data[0] + s, &indices[0] + s, indptr[i + 1] - s, &w[0])
+
+
+cdef class RowPasses:
+    """``X @ w`` and ``X^T c`` over a float64 CSR matrix in ``threads`` threads: the scores
+    row by row (each row its own: the same values for any count), ``X^T c`` in the blocks
+    of rows of ``blocks.pxd`` (block b >= 1 into its own copy, kept for the object's life,
+    added by ranges of features in block order: the same result for the same count).
+    Where X has fewer than 2^18 nonzeros, or one thread, one block. No copy of X: the
+    caller keeps it alive (the object holds references)."""
+    cdef object data_ref, indices_ref, indptr_ref
+    cdef const double* data
+    cdef const void* indices
+    cdef const void* indptr
+    cdef bint wide                 # int64 indices
+    cdef Py_ssize_t n, d
+    cdef Blocks team
+    cdef readonly int threads
+
+    def __cinit__(self, X, int threads=1):
+        cdef const double[::1] dv = X.data
+        self.data_ref, self.indices_ref, self.indptr_ref = X.data, X.indices, X.indptr
+        self.n, self.d = X.shape
+        self.data = &dv[0] if dv.shape[0] > 0 else NULL
+        cdef const int32_t[::1] i32, p32
+        cdef const int64_t[::1] i64, p64
+        self.wide = X.indices.dtype == np.int64
+        if X.indptr.dtype != X.indices.dtype:
+            raise TypeError("indices and indptr must have one dtype")
+        if self.wide:
+            i64, p64 = X.indices, X.indptr
+            self.indices = &i64[0] if i64.shape[0] > 0 else NULL
+            self.indptr = &p64[0]
+        else:
+            i32, p32 = X.indices, X.indptr
+            self.indices = &i32[0] if i32.shape[0] > 0 else NULL
+            self.indptr = &p32[0]
+        self.team.rows = NULL
+        self.team.own = NULL
+        self.team.part = NULL
+        self.team.sums = NULL
+        cdef bint ok
+        if self.wide:
+            ok = blocks_init(&self.team, <const int64_t*>self.indptr, self.n, self.d, threads,
+                             BLOCKS_MIN_NNZ, self.d, 0)
+        else:
+            ok = blocks_init(&self.team, <const int32_t*>self.indptr, self.n, self.d, threads,
+                             BLOCKS_MIN_NNZ, self.d, 0)
+        if not ok:
+            raise MemoryError("RowPasses: no memory for the blocks")
+        self.threads = <int>self.team.size
+
+    def __dealloc__(self):
+        blocks_free(&self.team)
+
+    def dot(self, const double[::1] w, double[::1] out):
+        """out = X @ w."""
+        if w.shape[0] != self.d or out.shape[0] != self.n:
+            raise ValueError("RowPasses.dot: w must have n_features entries, out n_rows")
+        with nogil:
+            if self.wide:
+                _dot_rows(self.data, <const int64_t*>self.indices, <const int64_t*>self.indptr,
+                          &w[0] if self.d > 0 else NULL, &out[0] if self.n > 0 else NULL,
+                          self.n, self.team.size)
+            else:
+                _dot_rows(self.data, <const int32_t*>self.indices, <const int32_t*>self.indptr,
+                          &w[0] if self.d > 0 else NULL, &out[0] if self.n > 0 else NULL,
+                          self.n, self.team.size)
+
+    def tdot(self, const double[::1] c, double[::1] out):
+        """out = X^T c (out is overwritten)."""
+        if c.shape[0] != self.n or out.shape[0] != self.d:
+            raise ValueError("RowPasses.tdot: c must have n_rows entries, out n_features")
+        if self.d == 0:
+            return
+        with nogil:
+            if self.wide:
+                _axpy_blocks(self.data, <const int64_t*>self.indices,
+                             <const int64_t*>self.indptr, &c[0] if self.n > 0 else NULL,
+                             &out[0], self.d, &self.team)
+            else:
+                _axpy_blocks(self.data, <const int32_t*>self.indices,
+                             <const int32_t*>self.indptr, &c[0] if self.n > 0 else NULL,
+                             &out[0], self.d, &self.team)
+
+
+cdef void _dot_rows(const double* data, const index_t* indices, const index_t* indptr,
+                    const double* w, double* out, Py_ssize_t n, int threads) noexcept nogil:
+    cdef Py_ssize_t i, s
+    for i in prange(n, num_threads=threads, schedule="static"):
+        s = indptr[i]
+        out[i] = sparse_dot(data + s, indices + s, indptr[i + 1] - s, w)
+
+
+cdef void _axpy_rows(const double* data, const index_t* indices, const index_t* indptr,
+                     const double* c, double* out, Py_ssize_t d, Py_ssize_t lo,
+                     Py_ssize_t hi) noexcept nogil:
+    """out = sum over rows lo .. hi - 1 of c_i x_i (zeroed first)."""
+    cdef Py_ssize_t i, s
+    memset(out, 0, d * sizeof(double))
+    for i in range(lo, hi):
+        if c[i] != 0.0:
+            s = indptr[i]
+            sparse_axpy(c[i], data + s, indices + s, indptr[i + 1] - s, out)
+
+
+cdef void _axpy_blocks(const double* data, const index_t* indices, const index_t* indptr,
+                       const double* c, double* out, Py_ssize_t d,
+                       const Blocks* team) noexcept nogil:
+    cdef Py_ssize_t b
+    if team.size == 1:
+        _axpy_rows(data, indices, indptr, c, out, d, 0, team.rows[1])
+        return
+    for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _axpy_rows(data, indices, indptr, c, out if b == 0 else blocks_own(team, b), d,
+                   team.rows[b], team.rows[b + 1])
+    blocks_add_copies(team, out, 1, 0)
 
 
 def row_dots(X, w):

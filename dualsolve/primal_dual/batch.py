@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._core import csr as _csr
 from .._core import losses as _losses
 from .._core import status as _status
 from .._driver import Result, Solver, certified, fit, register, threshold
@@ -128,9 +129,13 @@ def _cached_norm(Xc, A):
 
 
 class _Problem:
-    def __init__(self, A, b, loss, param, lam, l1, L, weight=None):
+    def __init__(self, A, b, loss, param, lam, l1, L, weight=None, threads=1):
         self.A = A
         self.At = A.T                      # CSC view: X.T @ y is one O(nnz) scatter
+        # in threads (X of 2^18+ nonzeros): the two products by rows and blocks of rows
+        self.rows = _csr.RowPasses(A, threads) if threads > 1 else None
+        if self.rows is not None and self.rows.threads == 1:
+            self.rows = None
         self.n, self.d = A.shape
         self.b = b
         self.loss, self.param = loss, param
@@ -154,7 +159,20 @@ class _Problem:
 
     def Xty(self, eta):
         """X^T y with y = c eta, the weighted problem's dual."""
-        return self.At @ (eta if self.w is None else self.w * eta)
+        y = eta if self.w is None else self.w * eta
+        if self.rows is None:
+            return self.At @ y
+        out = np.empty(self.d)
+        self.rows.tdot(np.ascontiguousarray(y, dtype=np.float64), out)
+        return out
+
+    def Xx(self, x):
+        """The scores X x."""
+        if self.rows is None:
+            return self.A @ x
+        out = np.empty(self.n)
+        self.rows.dot(np.ascontiguousarray(x, dtype=np.float64), out)
+        return out
 
     # phi and its conjugate, elementwise (the loss table; h(a) = phi*(-a))
     def phi(self, z):
@@ -337,7 +355,6 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
     """Iterate BPD / DF-BPD from x (written in place), y and (DF-BPD) the margins v,
     reporting every iteration to mon; returns a result dict."""
     n = prob.n
-    A, At = prob.A, prob.At
 
     def parameters(D):
         if method == "df":
@@ -347,7 +364,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
                                                step_scale)
         return sigma, tau, theta, (theta if theta_fixed is None else theta_fixed)
 
-    z = A @ x
+    z = prob.Xx(x)
     # y(0) = phi'(X x0) unless warm-started: in dom phi* for every loss, and the dual
     # optimum if x0 is optimal; for DF-BPD, v(0) = X x0 (or a model's margins) makes v(0) a
     # subgradient of phi* at y(0) = phi'(v(0)) (Lemma 1)
@@ -378,7 +395,7 @@ def _run(prob, method, Delta, step_scale, theta_fixed, adapt, x, y, v, target, m
             q = prob.Xty(y)
             # primal step, then the new scores and their extrapolation (no third product)
             x[:] = prob.prox_g(x - (tau / n) * q, tau)
-            z_new = A @ x
+            z_new = prob.Xx(x)
             zt = z_new + theta * (z_new - z)
             z = z_new
             nnz += 2 * prob.nnz
@@ -449,7 +466,7 @@ def _engine(p, o, mon, *, method, adaptive):
     else:
         L, norm_method = spectral_norm(sp.diags(np.sqrt(c)) @ A)
         cached = False
-    prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L, weight=c)
+    prob = _Problem(A, p.y, p.loss, p.loss_param, lam, l1, L, weight=c, threads=p.n_jobs)
     # the stopping test target(gap, P - gap): status.certifies, gap <= tol * (P - gap) or
     # the rounding floor of P(0); tol = 0 runs the whole budget
     target = functools.partial(_status.certifies, tol=p.tol, floor=_status.floor(prob.p0))
@@ -625,7 +642,11 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
         margins of a dual-free model (``extra["margins"]``), else ``X x0``.
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. On
+        one problem (X of 2^18 nonzeros or more) an iteration's two products run in
+        ``n_jobs`` threads (``X @ x`` by rows, ``X.T @ v`` in blocks of rows, each block
+        summing into its own copy of a vector of n_features), the rest in NumPy; the same
+        ``n_jobs`` gives the same model bit for bit.
     sample_weight, class_weight
         Row weights ``c_i`` (see below).
 {returns}"""
