@@ -19,7 +19,8 @@
    solvers with ``-m 2``, time to the same suboptimality, news20 binary and IMDB.
 5. ``--solvers`` (item 2's table for every other solver; ``threads_solvers.py``): every
    ``train_*`` with its defaults, one-vs-rest on Statlog satellite and one problem on a9a
-   (the kernel solvers on spambase).
+   (the kernel solvers on spambase); ``--solvers --wide``: one problem on news20 binary,
+   every solver whose one problem runs in threads, a fixed number of epochs.
 6. ``--newton`` (``threads_newton.py``): ``train_newton`` and ``train_linear`` on one
    problem at C = 100 and 10^4, ``n_jobs=1`` against 2, beside liblinear-multicore's
    ``-s 0`` with ``-m 1`` and ``-m 2``, news20 binary and IMDB.
@@ -28,7 +29,7 @@ Usage::
 
     DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--data reuters] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
-    DUALSOLVE_DATA=... python bench/threads.py --solvers [--rounds 3] [--json out.json]
+    DUALSOLVE_DATA=... python bench/threads.py --solvers [--wide] [--rounds 3] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --newton [--C 1e4]
 """
 import argparse
@@ -140,6 +141,8 @@ def main(argv=None):
                     help="item 1: n_jobs=2 against liblinear and liblinear-multicore")
     ap.add_argument("--solvers", action="store_true",
                     help="every train_* with its defaults, n_jobs=1 against n_jobs=2")
+    ap.add_argument("--wide", action="store_true",
+                    help="--solvers: one problem on news20 binary, a fixed number of epochs")
     ap.add_argument("--newton", action="store_true",
                     help="train_newton / train_linear on one problem at a large C, n_jobs=1 "
                          "against 2, beside liblinear-multicore -s 0 -m 1 / -m 2")
@@ -166,7 +169,7 @@ def main(argv=None):
         return
     if args.solvers:
         import threads_solvers
-        threads_solvers.main(args.rounds, args.json)
+        (threads_solvers.wide if args.wide else threads_solvers.main)(args.rounds, args.json)
         return
     out = []
     for name, loss, tol in RUNS:
