@@ -83,7 +83,6 @@ def time_solver(name, X, y, loss, rounds, **kw):
 
 
 def main(rounds=3, json_path=None):
-    import json
     out = []
     losses = {s.function_name: s.losses for s in solvers().values()}
     for data, what, X, y in problems():
@@ -94,15 +93,24 @@ def main(rounds=3, json_path=None):
             r = dict(solver=name, data=data, setting=what, loss=loss,
                      **time_solver(name, X, y, loss, rounds))
             out.append(r)
-            print(f"{name:18s} {data:9s} {loss:8s} n_jobs=1 {np.median(r['seconds_1']):7.3f} s, "
-                  f"n_jobs=2 {np.median(r['seconds_2']):7.3f} s, speed-up "
-                  f"{r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
-                  f"{r['speedup_range'][1]:.2f}); {r['stop_reason'][1]}, epochs {r['epochs']}, "
-                  f"same coef {r['same_coef']}", flush=True)
+            print(f"{name:18s} {data:9s} {loss:8s} {_timings(r)}; {r['stop_reason'][1]}, "
+                  f"epochs {r['epochs']}, same coef {r['same_coef']}", flush=True)
+    _save(out, json_path)
+    return out
+
+
+def _timings(r):
+    """A result's medians and speed-up, as one line's words."""
+    return (f"n_jobs=1 {np.median(r['seconds_1']):7.3f} s, n_jobs=2 "
+            f"{np.median(r['seconds_2']):7.3f} s, speed-up {r['speedup_median']:.2f} "
+            f"({r['speedup_range'][0]:.2f}-{r['speedup_range'][1]:.2f})")
+
+
+def _save(out, json_path):
     if json_path:
+        import json
         with open(json_path, "w") as f:
             json.dump(out, f, indent=1)
-    return out
 
 
 #: --wide: (solver, epochs) on news20 binary
@@ -115,7 +123,6 @@ WIDE = [("train_svrg", 5), ("train_katyusha", 5), ("train_spdc", 10), ("train_ad
 
 
 def wide(rounds=3, json_path=None):
-    import json
     X, y = datasets.load("news20", split="train")
     losses = {s.function_name: s.losses for s in solvers().values()}
     out = []
@@ -125,11 +132,7 @@ def wide(rounds=3, json_path=None):
                  loss=loss, **time_solver(name, X, y, loss, rounds, tol=0.0,
                                           max_epochs=epochs))
         out.append(r)
-        print(f"{name:18s} news20 {loss:8s} {epochs:3d} epochs: n_jobs=1 "
-              f"{np.median(r['seconds_1']):7.3f} s, n_jobs=2 {np.median(r['seconds_2']):7.3f} s, "
-              f"speed-up {r['speedup_median']:.2f} ({r['speedup_range'][0]:.2f}-"
-              f"{r['speedup_range'][1]:.2f}); same coef {r['same_coef']}", flush=True)
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(out, f, indent=1)
+        print(f"{name:18s} news20 {loss:8s} {epochs:3d} epochs: {_timings(r)}; same coef "
+              f"{r['same_coef']}", flush=True)
+    _save(out, json_path)
     return out
