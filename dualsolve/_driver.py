@@ -363,9 +363,14 @@ def _warn(solver, p, res, mon, model):
             reached = f": {res.measure:.3e} > {res.threshold:.3e}"
         # an engine's own note says why more precisely than the generic conditioning hint
         why = f". {res.note}" if res.note else _conditioning(p)
-        warnings.warn(f"{name} stopped at max_epochs={p.max_epochs} before its criterion held "
-                      f"({solver.certificate}{reached}); increase max_epochs or tol"
-                      f"{why}", ConvergenceWarning, stacklevel=level)
+        # an engine that gave up before its budget (Newton's stalls) says so, not "at"
+        early = model.n_epochs < p.max_epochs
+        where = (f"after {model.n_epochs} epochs (max_epochs={p.max_epochs})" if early
+                 else f"at max_epochs={p.max_epochs}")
+        warnings.warn(f"{name} stopped {where} before its criterion held "
+                      f"({solver.certificate}{reached}); increase "
+                      f"{'tol' if early else 'max_epochs or tol'}{why}", ConvergenceWarning,
+                      stacklevel=level)
     elif model.stop_reason == "diverged":
         last = model.history["primal"][-1] if len(model.history) else float("nan")
         epoch = mon.diverged_at if mon.diverged_at is not None else model.n_epochs

@@ -471,3 +471,23 @@ def test_polished_dual_certifies_without_another_iteration(loss, weighted):
     assert P - D <= tol * D
     _, p_ref = lbfgs(Xb, y, lam, loss, c=c)
     assert D <= p_ref * (1 + 1e-10) and P <= p_ref * (1 + tol)
+
+
+def test_a_stalled_continuation_says_so():
+    """The hinge's smoothing continuation stalls on narrow random data (2,000 x 300) at
+    C = 10: the warning says the run stopped before its budget and why, and does not send
+    the user to max_epochs."""
+    rng = np.random.default_rng(0)
+    X = sp.random(2000, 300, density=0.05, format="csr", random_state=1)
+    y = np.where(X @ rng.standard_normal(300) + 0.1 * rng.standard_normal(2000) > 0, 1.0, -1.0)
+    with pytest.warns(ds.ConvergenceWarning) as rec:
+        m = ds.train_newton(X, y, loss="hinge", C=10.0, tol=1e-6)
+    text = str(rec[0].message)
+    assert m.stop_reason == "max_epochs" and m.n_epochs < 1000
+    assert text.startswith(f"train_newton stopped after {m.n_epochs} epochs (max_epochs=1000)")
+    assert "increase tol." in text and "max_epochs or tol" not in text
+    assert "smoothing continuation stopped gaining" in text and "train_sdca" in text
+    assert "rounding level" not in text
+    # what the note points to: SDCA certifies the same problem
+    s = ds.train_sdca(X, y, loss="hinge", C=10.0, tol=1e-6)
+    assert s.converged and s.history["primal"][-1] <= m.history["primal"][-1]

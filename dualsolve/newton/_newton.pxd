@@ -72,9 +72,17 @@ ctypedef struct NewtonResult:
     double dual
     double gap
     double p0                 # P(0)
-    int stalled               # the line search found no decrease (rounding level): the
-                              # run ended with status STATUS_MAX_EPOCHS before its budget
+    int stalled               # the run ended before its budget with STATUS_MAX_EPOCHS:
+                              # NEWTON_STALLED_ROUNDING, the line search found no decrease
+                              # (rounding level); NEWTON_STALLED_SMOOTHING, the hinge's /
+                              # epsilon-insensitive loss's continuation stopped gaining
+                              # (0: neither)
     Py_ssize_t dense_steps    # iterations solved with the explicit Hessian (narrow X)
+
+
+cdef enum:
+    NEWTON_STALLED_ROUNDING = 1
+    NEWTON_STALLED_SMOOTHING = 2
 
 
 cdef NewtonOptions newton_default_options() noexcept nogil

@@ -16,6 +16,10 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
+#: NewtonResult.stalled's kinds, for the Python side
+STALLED_ROUNDING = NEWTON_STALLED_ROUNDING
+STALLED_SMOOTHING = NEWTON_STALLED_SMOOTHING
+
 from dualsolve._core.csr cimport (floating, index_t, sparse_dot, sparse_axpy,
                                   sparse_dot_even, sparse_axpy_odd, sparse_sqnorm,
                                   prefetch_records)
@@ -802,7 +806,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 model_ok = False
                 continue
             if gap_mu <= 0.5 * gap and opt.tol > 0:
-                res.stalled = 1
+                res.stalled = NEWTON_STALLED_SMOOTHING
                 stop_after_report = True
             # and a gap that has not dropped by a tenth in SMOOTH_PATIENCE iterations has
             # met the precision of the narrow envelope's Newton steps
@@ -810,7 +814,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
                 best_gap = gap
                 best_it = it
             elif it - best_it >= SMOOTH_PATIENCE and opt.tol > 0:
-                res.stalled = 1
+                res.stalled = NEWTON_STALLED_SMOOTHING
                 stop_after_report = True
         if gap_certifies(gap, dual, opt.tol, floor):
             if not fresh:   # certify on scores recomputed from w, not carried along
@@ -917,7 +921,7 @@ cdef void _newton_run(const floating* data, const index_t* indices, const index_
         elif t == 0.0 or not (gs < 0.0):
             # no decrease left at this precision: stop where the certificate says (tol = 0
             # asks for the whole budget: the iterations go on in place)
-            res.stalled = 1
+            res.stalled = NEWTON_STALLED_ROUNDING
             if opt.tol > 0:
                 break
             t = 0.0
@@ -974,7 +978,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     returned w, ``X w + bias w[d]``, when it converged; ``sqnorm``, if given (n), the rows'
     squared norms, as validated), reporting every iteration to
     ``mon`` (which must expect NEWTON_HOOK_VALUES values). ``n_threads``: NewtonOptions'.
-    Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps)."""
+    Returns (status, n_epochs, passes, primal, dual, gap, p0, stalled, dense_steps);
+    stalled: 0, STALLED_ROUNDING or STALLED_SMOOTHING (NewtonResult.stalled)."""
     cdef NewtonProblem P
     cdef NewtonOptions opt = newton_default_options()
     cdef NewtonResult res
@@ -1019,4 +1024,4 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         _newton_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook,
                     <void*>mon, out, norms)
     return (res.status, res.n_epochs, res.passes, res.primal, res.dual, res.gap, res.p0,
-            bool(res.stalled), res.dense_steps)
+            res.stalled, res.dense_steps)

@@ -146,9 +146,15 @@ def _engine(p, o, mon):
         p.tol, p.max_epochs, o["cg_forcing"], o["max_cg"], mon, dual_point, weight=p.weight,
         scores=scores, sqnorm=p.X.sqnorm, n_threads=p.n_jobs)
     note = ""
-    if stalled:
+    if stalled == _newton.STALLED_ROUNDING:
         note = ("The line search found no decrease at this precision (the gap is at the "
                 "rounding level of the objective): a smaller tol cannot be certified")
+    elif stalled == _newton.STALLED_SMOOTHING:
+        note = (f"The smoothing continuation stopped gaining: the {p.loss} loss's gap did "
+                "not drop by a tenth in 50 Newton iterations, or the narrowest envelope is "
+                "solved (docs/newton.md: slow on nearly separable data); "
+                + ("train_sdca, where train_linear sends the hinge, certifies it"
+                   if p.loss == "hinge" else "try train_sdca"))
     return Result(status, n_epochs, coef=w[:p.d], intercept=w[p.d] * bias if bias else 0.0,
                   dual=dual_point, measure=gap, threshold=threshold(dual, p.tol, p0), note=note,
                   info=dict(p0=p0, passes=passes, dense_steps=dense_steps),
