@@ -114,12 +114,14 @@ def test_spdc_evaluations_in_threads_in_every_form(kw, problem):
         assert P1 >= P2 - two.history["gap"][-1] - 1e-15
 
 
-def test_a_team_of_one_runs_every_snapshot_block(tmp_path, problem):
+@pytest.mark.parametrize("name", ["train_svrg", "train_bpd"])
+def test_a_team_of_one_runs_every_block(name, tmp_path, problem):
+    """The SVRG snapshots' blocks, and the batch solvers' X^T y blocks (RowPasses)."""
     if not _blocks():
         pytest.skip("one core or a serial build: n_jobs=2 runs one block")
     stop, fingerprint = _team_of_one(
-        tmp_path, N, D, 4, "ds.train_svrg(X, y, loss='logistic', tol=1e-9, n_jobs=2)")
+        tmp_path, N, D, 4, f"ds.{name}(X, y, loss='logistic', tol=1e-9, n_jobs=2)")
     X, y = problem
-    two = ds.train_svrg(X, y, loss="logistic", tol=1e-9, n_jobs=2)
+    two = getattr(ds, name)(X, y, loss="logistic", tol=1e-9, n_jobs=2)
     assert stop == "converged"
     assert fingerprint == _fingerprint(two)
