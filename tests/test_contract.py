@@ -211,14 +211,20 @@ def test_warm_start_from_a_converged_model_stops_within_two_epochs(name):
     assert again.stop_reason == "converged" and again.n_epochs <= 2, (name, again.n_epochs)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
 @pytest.mark.parametrize("name", TRAINERS)
-def test_sigint_stops_within_a_second(name):
+def test_sigint_stops_within_a_second(name, n_jobs):
     """A real SIGINT while the loop runs (0.3 s after the report of epoch 0, so that the
     set-up, e.g. a Gram matrix, is over): KeyboardInterrupt within 1 s, carrying the
-    partial model (stop_reason "interrupted")."""
+    partial model (stop_reason "interrupted"); with n_jobs=2 too (X has 400,000 nonzeros:
+    the one-problem passes run in threads)."""
+    from dualsolve import _threads
+    if n_jobs > 1 and _threads.effective_n_jobs(n_jobs) < 2:
+        pytest.skip("one core here: n_jobs=2 would run one thread")
     X, y, loss = problem(name, n=4000, d=200)
     exc, waited = interrupted(lambda cb: train(name, X, y, loss=loss, tol=0.0,
-                                               max_epochs=2**31 - 1, callback=cb))
+                                               max_epochs=2**31 - 1, callback=cb,
+                                               n_jobs=n_jobs))
     assert waited < 1.0, (name, waited)
     model = getattr(exc, "model", None)
     assert model is not None and model.stop_reason == "interrupted", name
