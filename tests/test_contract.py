@@ -7,7 +7,8 @@ Per solver: bad input gets a ValueError/TypeError naming the argument (never a c
 degenerate but valid input (an all-zero row or column, float32 data with int64 indices,
 non-canonical CSR) gives the answer of the clean input; the same seed gives bitwise the
 same coef; a callback can stop the run or raise into the caller; a real SIGINT stops it
-within a second; a warm start from a converged model stops within 2 epochs.
+within a second, with n_jobs=2 too; a warm start from a converged model stops within 2
+epochs; n_jobs=2 on one problem follows one thread to rounding and repeats its bits.
 """
 import warnings
 
@@ -228,3 +229,23 @@ def test_sigint_stops_within_a_second(name, n_jobs):
     assert waited < 1.0, (name, waited)
     model = getattr(exc, "model", None)
     assert model is not None and model.stop_reason == "interrupted", name
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_two_threads_follow_one_thread(name):
+    """n_jobs=2 on one problem of 400,000 nonzeros (every one-problem pass in threads), 5
+    epochs: the objective of every epoch is one thread's to rounding, and a second n_jobs=2
+    run gives the same bits (no solver's passes here depend on timing: the rows are not
+    nearly orthogonal). The certified optima of one and two threads: tests/test_threads*.py."""
+    from dualsolve import _threads
+    if _threads.effective_n_jobs(2) < 2:
+        pytest.skip("one core here: n_jobs=2 would run one thread")
+    X, y, loss = problem(name, n=4000, d=200)
+    one = train(name, X, y, loss=loss, tol=0.0, max_epochs=5)
+    two, again = (train(name, X, y, loss=loss, tol=0.0, max_epochs=5, n_jobs=2)
+                  for _ in range(2))
+    assert two.params["n_jobs"] == 2 and two.n_epochs == one.n_epochs == 5, name
+    P1, P2 = one.history["primal"], two.history["primal"]
+    np.testing.assert_allclose(P2, P1, rtol=1e-9, atol=1e-12 * np.nanmax(np.abs(P1)),
+                               err_msg=name)
+    assert np.array_equal(solution(again), solution(two)), name
