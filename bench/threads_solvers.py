@@ -113,26 +113,28 @@ def _save(out, json_path):
             json.dump(out, f, indent=1)
 
 
-#: --wide: (solver, epochs) on news20 binary
-WIDE = [("train_svrg", 5), ("train_katyusha", 5), ("train_spdc", 10), ("train_ada_spdc", 10),
-        ("train_df_spdc", 10), ("train_adf_spdc", 10), ("train_dfsdca", 10),
-        ("train_adfsdca", 10), ("train_sorel", 10), ("train_lsvrg", 10),
-        ("train_prospect", 10), ("train_spectral_sgd", 30), ("train_ppd_sg", 30),
-        ("train_ppd_adagrad", 30), ("train_pga", 30), ("train_solam", 30), ("train_bpd", 30),
-        ("train_df_bpd", 30), ("train_ada_bpd", 30)]
+#: --wide: (solver, epochs, its own settings) on news20 binary
+WIDE = [("train_svrg", 5, {}), ("train_katyusha", 5, {}), ("train_spdc", 10, {}),
+        ("train_ada_spdc", 10, {}), ("train_df_spdc", 10, {}), ("train_adf_spdc", 10, {}),
+        ("train_dfsdca", 10, {}), ("train_adfsdca", 10, {}), ("train_sorel", 10, {}),
+        ("train_sorel", 5, {"batch_size": 16}), ("train_sorel", 5, {"batch_size": 64}),
+        ("train_lsvrg", 10, {}), ("train_prospect", 10, {}), ("train_spectral_sgd", 30, {}),
+        ("train_ppd_sg", 30, {}), ("train_ppd_adagrad", 30, {}), ("train_pga", 30, {}),
+        ("train_solam", 30, {}), ("train_bpd", 30, {}), ("train_df_bpd", 30, {}),
+        ("train_ada_bpd", 30, {})]
 
 
 def wide(rounds=3, json_path=None):
     X, y = datasets.load("news20", split="train")
     losses = {s.function_name: s.losses for s in solvers().values()}
     out = []
-    for name, epochs in WIDE:
+    for name, epochs, own in WIDE:
         loss = "logistic" if "logistic" in losses[name] else losses[name][0]
         r = dict(solver=name, data="news20", setting=f"one problem, {epochs} epochs, tol 0",
-                 loss=loss, **time_solver(name, X, y, loss, rounds, tol=0.0,
-                                          max_epochs=epochs))
+                 loss=loss, settings=own, **time_solver(name, X, y, loss, rounds, tol=0.0,
+                                                        max_epochs=epochs, **own))
         out.append(r)
-        print(f"{name:18s} news20 {loss:8s} {epochs:3d} epochs: {_timings(r)}; same coef "
-              f"{r['same_coef']}", flush=True)
+        print(f"{name:18s} news20 {loss:8s} {epochs:3d} epochs {own or ''}: {_timings(r)}; "
+              f"same coef {r['same_coef']}", flush=True)
     _save(out, json_path)
     return out

@@ -73,6 +73,16 @@ def test_core_round_trip_needs_two_threads(tmp_path):
     assert _child(code, tmp_path, OMP_THREAD_LIMIT="1") == ["nan"]
 
 
+def test_region_cost_needs_two_threads(tmp_path):
+    """A parallel region's start and join: a positive time with two threads, NaN when
+    OpenMP gives a team of one."""
+    _two_threads()
+    cost = parallel.region_cost(2000)
+    assert np.isfinite(cost) and cost > 0.0
+    code = "from dualsolve._core import parallel; print(parallel.region_cost(2000))"
+    assert _child(code, tmp_path, OMP_THREAD_LIMIT="1") == ["nan"]
+
+
 def test_a_team_smaller_than_asked_still_checks_every_row(tmp_path):
     """OMP_THREAD_LIMIT=1 leaves n_jobs=2 a team of one thread (as a build without OpenMP
     or a nested region does): the exact gap check must still sum every slice of the rows,

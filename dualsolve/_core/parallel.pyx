@@ -68,3 +68,24 @@ def core_round_trip(Py_ssize_t rounds=20000):
     finally:
         free(raw)
     return result
+
+
+def region_cost(Py_ssize_t rounds=20000):
+    """Nanoseconds to start and join a two-thread parallel region doing nothing (the mean
+    over ``rounds`` regions, one after another); NaN without OpenMP or a second thread.
+    What a threaded step must outweigh: the benchmarks' reason for keeping the mini-batch
+    steps serial (docs/benchmarks.md, "Threads")."""
+    cdef double started, seconds
+    cdef Py_ssize_t r
+    cdef int team = 0
+    cdef int* shared_team = &team      # a variable assigned in the region is private to it
+    if not DS_HAVE_OPENMP or rounds <= 0:
+        return NAN
+    with nogil:
+        started = DS_WTIME()
+        for r in range(rounds):
+            with parallel(num_threads=2):
+                if threadid() == 0:
+                    shared_team[0] = DS_TEAM_SIZE()
+        seconds = DS_WTIME() - started
+    return NAN if team != 2 else seconds / rounds * 1e9

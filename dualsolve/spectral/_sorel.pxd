@@ -116,8 +116,10 @@ ctypedef struct SorelOptions:
     int n_threads              # > 1 (OpenMP builds, X of 2^18+ nonzeros): each epoch's
                                # losses at w (rows apart: the same values) and its anchor
                                # X^T (...) (blocks of rows, _core/blocks.pxd: the same
-                               # result for the same count) in that many threads; the steps
-                               # stay serial
+                               # result for the same count) in that many threads; and a
+                               # batch of 4,096+ nonzeros (b times the mean row) steps in
+                               # them too (features by ranges, margins by rows: the serial
+                               # step's bits)
 
 
 ctypedef struct SorelResult:

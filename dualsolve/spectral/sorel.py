@@ -82,8 +82,11 @@ TAIL_DOC = """    tol : float >= 0
         On one problem (X of 2^18 nonzeros or more): each epoch's losses at w and its
         ``X^T (lambda * phi'(X w))`` pass (the anchor of ``train_sorel`` and
         ``train_lsvrg``, the certificate's of ``train_prospect`` and
-        ``train_spectral_sgd``) in ``n_jobs`` threads (blocks of rows), the steps serial;
-        the same ``n_jobs`` gives the same model bit for bit."""
+        ``train_spectral_sgd``) in ``n_jobs`` threads (blocks of rows); the steps serial,
+        except ``train_sorel``'s and ``train_lsvrg``'s batches of 4,096 nonzeros or more
+        (``batch_size`` times the mean row), whose features are caught up and stepped by
+        ranges of features and whose margins are taken by rows, in threads (the serial
+        step's bits). The same ``n_jobs`` gives the same model bit for bit."""
 
 
 # ---------------------------------------------------------------------------------------
