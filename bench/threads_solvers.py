@@ -115,6 +115,7 @@ def _save(out, json_path):
 
 #: --wide: (solver, epochs, its own settings) on news20 binary
 WIDE = [("train_svrg", 5, {}), ("train_katyusha", 5, {}), ("train_spdc", 10, {}),
+        ("train_spdc", 5, {"batch_size": 8}), ("train_spdc", 5, {"batch_size": 32}),
         ("train_ada_spdc", 10, {}), ("train_df_spdc", 10, {}), ("train_adf_spdc", 10, {}),
         ("train_dfsdca", 10, {}), ("train_adfsdca", 10, {}), ("train_sorel", 10, {}),
         ("train_sorel", 5, {"batch_size": 16}), ("train_sorel", 5, {"batch_size": 64}),

@@ -125,3 +125,33 @@ def test_a_team_of_one_runs_every_block(name, tmp_path, problem):
     two = getattr(ds, name)(X, y, loss="logistic", tol=1e-9, n_jobs=2)
     assert stop == "converged"
     assert fingerprint == _fingerprint(two)
+
+
+@pytest.mark.parametrize("train, kw", [
+    (ds.train_spdc, dict(loss="logistic")),
+    (ds.train_spdc, dict(loss="logistic", sampling="permutation", l1=1e-4)),   # elastic net
+    (ds.train_df_spdc, dict(loss="logistic")),                                 # dual-free
+    (ds.train_ada_spdc, dict(loss="squared", lam=0.0)),                        # no L2 term
+    (ds.train_adf_spdc, dict(loss="logistic", weighted=True))])
+def test_spdc_batches_in_threads_are_the_serial_batch_steps(train, kw, problem):
+    """A batch of 512 rows (7,680 nonzeros, over the threshold) steps in two threads: its
+    features caught up and stepped by ranges of features (each feature's sums and step in
+    the batch's order), its dual steps by rows. The same bits as the batch stepped on one
+    thread (the threshold out of reach), with the same n_jobs for the evaluations."""
+    from dualsolve.primal_dual import _spdc
+    X, y = problem
+    kw = dict(kw)
+    if kw.pop("weighted", False):
+        weight = np.random.default_rng(6).random(N) * 2.0
+        weight[::5] = 0.0
+        kw["sample_weight"] = weight
+    kw.update(batch_size=512, max_epochs=6, tol=0.0, n_jobs=2)
+    threaded = train(X, y, **kw)
+    old = _spdc._batch_min_nnz(10**15)
+    try:
+        serial = train(X, y, **kw)
+    finally:
+        _spdc._batch_min_nnz(old)
+    assert _fingerprint(threaded) == _fingerprint(serial)
+    np.testing.assert_array_equal(threaded.history["primal"], serial.history["primal"])
+    np.testing.assert_array_equal(threaded.dual, serial.dual)

@@ -12,6 +12,7 @@ from libc.stdlib cimport malloc, free
 
 from dualsolve._core.csr cimport index_t
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
+from dualsolve._core.openmp cimport DS_WTIME
 
 cdef enum:
     #: threads on X of at least this many nonzeros: below it a pass takes well under a
@@ -20,6 +21,12 @@ cdef enum:
     BLOCKS_MIN_NNZ = 1 << 18
     #: a row's cost in nonzeros (its loop's overhead, its scores' and loss's arithmetic)
     BLOCK_ROW_COST = 4
+    #: a mini-batch step of at least this many nonzeros (its mean) may run in the team's
+    #: threads (SOREL's and SPDC's batches): tens of microseconds of work against a
+    #: parallel region's start and join, 0.5-1.2 us here (parallel.region_cost)
+    BATCH_MIN_NNZ = 1024
+    #: batches in each of an epoch's two probes (BatchClock)
+    BATCH_PROBE = 16
 
 
 ctypedef struct Blocks:
@@ -111,3 +118,59 @@ cdef inline KahanSum blocks_ksum(const Blocks* B, Py_ssize_t parts,
     for b in range(B.size):
         ksum_add(&total, ksum_value(&B.sums[b * parts + which]))
     return total
+
+
+# ---------------------------------------------------------------------------------------
+# a clock for the mini-batch steps in threads: their threaded step is the serial step's
+# bits, so which one runs may follow the clock without changing the result. Each epoch
+# times BATCH_PROBE batches on one thread, then BATCH_PROBE in threads, and steps the rest
+# the faster way (threads only under 0.95 of one thread's time a nonzero): the cores'
+# placement decides what the threads gain (their phases pass the batch's feature records
+# between the cores: news20 batch 8 1.39x near, 0.98x far).
+
+
+ctypedef struct BatchClock:
+    int phase               # 0: the serial probe, 1: the threads' probe, 2: chosen
+    Py_ssize_t left         # batches left in the probe
+    double start            # the probe's start (seconds)
+    double nnz              # nonzeros stepped in the probe
+    double serial           # the serial probe's seconds a nonzero
+    bint threads            # the choice for the rest of the epoch
+    Py_ssize_t threaded     # batches stepped in threads (statistics)
+
+
+cdef inline void batch_clock_epoch(BatchClock* c) noexcept nogil:
+    """At an epoch's start: probe again."""
+    c.phase = 0
+    c.left = BATCH_PROBE
+    c.nnz = 0.0
+    c.start = DS_WTIME()
+
+
+cdef inline bint batch_clock_threads(const BatchClock* c) noexcept nogil:
+    """Whether the next batch steps in threads."""
+    return c.phase == 1 or (c.phase == 2 and c.threads)
+
+
+cdef inline void batch_clock_done(BatchClock* c, double nnz) noexcept nogil:
+    """After a batch of nnz nonzeros."""
+    cdef double now, rate
+    if batch_clock_threads(c):
+        c.threaded += 1
+    if c.phase == 2:
+        return
+    c.nnz += nnz
+    c.left -= 1
+    if c.left > 0:
+        return
+    now = DS_WTIME()
+    rate = (now - c.start) / c.nnz if c.nnz > 0.0 else 0.0
+    if c.phase == 0:
+        c.serial = rate
+        c.phase = 1
+        c.left = BATCH_PROBE
+        c.nnz = 0.0
+        c.start = now
+    else:
+        c.threads = rate < 0.95 * c.serial
+        c.phase = 2

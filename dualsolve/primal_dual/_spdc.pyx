@@ -41,6 +41,9 @@ import numpy as np
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free, blocks_add_copies)
+from dualsolve._core.blocks cimport BATCH_MIN_NNZ as BLOCKS_BATCH_MIN_NNZ
+from dualsolve._core.blocks cimport (BatchClock, batch_clock_epoch, batch_clock_threads,
+                                     batch_clock_done)
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
 from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS_DIVERGED,
@@ -314,11 +317,121 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
     P.t = t
 
 
+#: a batch of at least this many nonzeros (its mean) steps in threads (_core/blocks.pxd)
+cdef Py_ssize_t BATCH_MIN_NNZ = BLOCKS_BATCH_MIN_NNZ
+
+
+def _batch_min_nnz(value=None):
+    """BATCH_MIN_NNZ (tests set it out of reach to compare a batch stepped in threads with
+    the serial one); returns the value before the call."""
+    global BATCH_MIN_NNZ
+    old = BATCH_MIN_NNZ
+    if value is not None:
+        BATCH_MIN_NNZ = int(value)
+    return old
+
+
+cdef void _batch_in_threads(const floating* data, const index_t* indices,
+                            const index_t* indptr, SpdcProblem* P, LazyParams L, Loss loss,
+                            const Py_ssize_t* rows, Py_ssize_t mk, int64_t t, double* dyb,
+                            reg_t* tag, const Blocks* team) noexcept nogil:
+    """One batch's iteration in the team's threads, the serial batch step's bits: the
+    catch-up of its features and the primal step by the team's ranges of features (each
+    feature's sums and step in the batch's row order, as on one thread), the dual steps
+    by rows (every dot reads x at iteration t; the batch's rows are distinct). L and loss
+    are copies: the caller's are never address-taken by a parallel region."""
+    cdef Py_ssize_t blk, r
+    for blk in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _batch_catch_up(indices, indptr, P, &L, rows, mk, t, tag, team.cols[blk],
+                        team.cols[blk + 1])
+    for r in prange(mk, num_threads=team.size, schedule="static"):
+        dyb[r] = _batch_dual_step(data, indices, indptr, P, &loss, rows[r], t)
+    for blk in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+        _batch_primal_step(data, indices, indptr, P, &L, rows, mk, t, dyb, tag,
+                           team.cols[blk], team.cols[blk + 1])
+
+
+cdef inline void _batch_catch_up(const index_t* indices, const index_t* indptr,
+                                 SpdcProblem* P, const LazyParams* L, const Py_ssize_t* rows,
+                                 Py_ssize_t mk, int64_t t, reg_t* tag, Py_ssize_t lo,
+                                 Py_ssize_t hi) noexcept nogil:
+    """The batch's features in [lo, hi) brought to iteration t."""
+    cdef Py_ssize_t r, k, q, j
+    for r in range(mk):
+        k = rows[r]
+        for q in range(indptr[k], indptr[k + 1]):
+            j = indices[q]
+            if lo <= j < hi:
+                _catch_up(&P.feat[j], t, L, tag)
+
+
+cdef inline double _batch_dual_step(const floating* data, const index_t* indices,
+                                    const index_t* indptr, SpdcProblem* P, const Loss* loss,
+                                    Py_ssize_t k, int64_t t) noexcept nogil:
+    """Row k's dual step from a_k . xt (its features current at t); returns the change of
+    c_k eta_k (0: none) and stores the new y_k."""
+    cdef SpdcFeature* f
+    cdef double dot = 0.0, xj, ynew, dy
+    cdef Py_ssize_t q
+    for q in range(indptr[k], indptr[k + 1]):
+        f = &P.feat[indices[q]]
+        xj = f.x
+        dot += data[q] * (xj + P.theta * (xj - f.xprev))
+    ynew = _dual_update(P, loss, k, dot, P.sigma, 1.0 / P.sigma,
+                        P.method == SPDC_DUAL_FREE)
+    dy = ynew - P.y[k]
+    if dy != 0.0:
+        P.y[k] = ynew
+        if P.weight != NULL:
+            dy *= P.weight[k]                     # the change of c_k eta_k
+    return dy
+
+
+cdef inline void _batch_primal_step(const floating* data, const index_t* indices,
+                                    const index_t* indptr, SpdcProblem* P,
+                                    const LazyParams* L, const Py_ssize_t* rows,
+                                    Py_ssize_t mk, int64_t t, const double* dyb, reg_t* tag,
+                                    Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """The batch's sums into the accumulator and the primal step, on features in [lo, hi)."""
+    cdef double* acc = P.work_d
+    cdef double inv_n = 1.0 / <double>P.n, inv_mk = 1.0 / <double>mk, a, xj
+    cdef Py_ssize_t r, k, q, j
+    cdef SpdcFeature* f
+    for r in range(mk):
+        if dyb[r] != 0.0:
+            k = rows[r]
+            for q in range(indptr[k], indptr[k + 1]):
+                j = indices[q]
+                if lo <= j < hi:
+                    acc[j] += dyb[r] * data[q]
+    for r in range(mk):
+        if dyb[r] == 0.0:
+            continue
+        k = rows[r]
+        for q in range(indptr[k], indptr[k + 1]):
+            j = indices[q]
+            if not lo <= j < hi:
+                continue
+            f = &P.feat[j]
+            if f.last != t:
+                continue                          # stepped already (shared by two rows)
+            a = acc[j]
+            acc[j] = 0.0
+            xj = f.x
+            f.xprev = xj
+            f.x = _step(xj, f.u + a * inv_mk, L, tag)
+            f.last = t + 1
+            f.u += a * inv_n
+
+
 cdef void _steps_batch(const floating* data, const index_t* indices, const index_t* indptr,
                        SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset,
-                       Py_ssize_t total, double* dyb, reg_t* tag) noexcept nogil:
+                       Py_ssize_t total, double* dyb, reg_t* tag, const Blocks* team,
+                       BatchClock* clock) noexcept nogil:
     """Mini-batch steps: rows order[offset + s : offset + s + m] form one iteration (the last
-    batch of a permutation may be shorter)."""
+    batch of a permutation may be shorter). A batch of BATCH_MIN_NNZ nonzeros or more (m
+    times the mean row) may step in the team's threads (_batch_in_threads: the same bits),
+    as the clock says."""
     cdef SpdcFeature* feat = P.feat
     cdef SpdcFeature* f
     cdef double* y = P.y
@@ -334,12 +447,29 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
     cdef Py_ssize_t m = P.batch, start, end, r, k, q, lo, hi, j
     cdef double ynew, dy, a, xj
     cdef bint any_change
+    cdef Py_ssize_t tb = 1
+    cdef double batch_nnz
+    if (team.size > 1 and P.trace == NULL
+            and <double>m * <double>indptr[P.n] / <double>P.n >= BATCH_MIN_NNZ):
+        tb = team.size
     start = 0
     while start < total:
         end = start + m
         if end > total:
             end = total
         inv_mk = 1.0 / <double>(end - start)
+        if tb > 1:
+            batch_nnz = 0.0
+            for r in range(start, end):
+                batch_nnz += <double>(indptr[order[r] + 1] - indptr[order[r]])
+            if batch_clock_threads(clock):
+                _batch_in_threads(data, indices, indptr, P, L, loss, order + start,
+                                  end - start, t, dyb, tag, team)
+                batch_clock_done(clock, batch_nnz)
+                t += 1
+                start = end
+                continue
+            batch_clock_done(clock, batch_nnz)
         any_change = False
         for r in range(start, end):
             k = order[r]
@@ -557,7 +687,8 @@ cdef void _steps_scaled(const floating* data, const index_t* indices, const inde
 
 cdef void _steps(const floating* data, const index_t* indices, const index_t* indptr,
                  SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset, Py_ssize_t total,
-                 double* dyb, ScaledState* S) noexcept nogil:
+                 double* dyb, ScaledState* S, const Blocks* team,
+                 BatchClock* clock) noexcept nogil:
     """Steps over the rows order[offset:offset + total] (a whole number of batches),
     specialised by regulariser (S: the scaled state of the pure-L2 single-row path, else
     NULL)."""
@@ -572,11 +703,14 @@ cdef void _steps(const floating* data, const index_t* indices, const index_t* in
             _steps_single(data, indices, indptr, P, lp, offset, total, <RegNone*>NULL)
     else:
         if P.lam1 > 0.0:
-            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegEN*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegEN*>NULL,
+                         team, clock)
         elif P.lam > 0.0:
-            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegL2*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegL2*>NULL,
+                         team, clock)
         else:
-            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegNone*>NULL)
+            _steps_batch(data, indices, indptr, P, lp, offset, total, dyb, <RegNone*>NULL,
+                         team, clock)
 
 
 # ---------------------------------------------------------------------------------------
@@ -913,8 +1047,8 @@ cdef void spdc_problem_init(SpdcProblem* P, Py_ssize_t n, Py_ssize_t d, const do
 
 cdef int _stop_steps(const floating* data, const index_t* indices, const index_t* indptr,
                      SpdcProblem* P, const LazyParams* lp, Py_ssize_t total, double* dyb,
-                     ScaledState* S, Py_ssize_t chunk, epoch_hook hook,
-                     void* ctx) noexcept nogil:
+                     ScaledState* S, Py_ssize_t chunk, epoch_hook hook, void* ctx,
+                     const Blocks* team, BatchClock* clock) noexcept nogil:
     """The steps of one epoch over order[0:total], in chunks of ``chunk`` rows (a whole
     number of batches) with a poll of the hook (epoch -1: Ctrl-C) between two chunks.
     Returns 0, or the status the hook asked to stop with (the epoch is cut short)."""
@@ -924,7 +1058,7 @@ cdef int _stop_steps(const floating* data, const index_t* indices, const index_t
         count = total - start
         if count > chunk:
             count = chunk
-        _steps(data, indices, indptr, P, lp, start, count, dyb, S)
+        _steps(data, indices, indptr, P, lp, start, count, dyb, S, team, clock)
         start += count
         if start < total and hook != NULL:
             stop = hook(ctx, -1, NULL)
@@ -958,6 +1092,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
     cdef Blocks team
+    cdef BatchClock clock           # the mini-batch steps' threads, by the clock
     cdef double* u0 = NULL          # block 0's u in the evaluations, with more than one block
     if ev < 1:
         ev = 1
@@ -999,6 +1134,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
             res.status = STATUS_NO_MEMORY
             return res.status
     res.status = STATUS_MAX_EPOCHS
+    clock.threaded = 0
     spdc_set_params(P, P.delta_hat)
     if P.batch == 1 and with_tab:
         memset(&scaled, 0, sizeof(ScaledState))
@@ -1041,7 +1177,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         total = _draw_epoch(&P.rng, P.perm, P.order, P.n, P.batch, opt.sampling)
-        stop = _stop_steps(data, indices, indptr, P, &lp, total, dyb, S, chunk, hook, ctx)
+        batch_clock_epoch(&clock)
+        stop = _stop_steps(data, indices, indptr, P, &lp, total, dyb, S, chunk, hook, ctx,
+                           &team, &clock)
         if stop != 0:
             res.status = stop             # mid-epoch (Ctrl-C): the epoch does not count
             if S == NULL or not S.loaded:

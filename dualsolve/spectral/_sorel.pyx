@@ -29,6 +29,9 @@ from libc.string cimport memcpy, memset
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free, blocks_add_copies)
+from dualsolve._core.blocks cimport BATCH_MIN_NNZ as BLOCKS_BATCH_MIN_NNZ
+from dualsolve._core.blocks cimport (BatchClock, batch_clock_epoch, batch_clock_threads,
+                                     batch_clock_done)
 from dualsolve._core.buffers cimport intp_out
 from dualsolve._core.hooks cimport python_hook
 from dualsolve._core.ksum cimport KahanSum, ksum_new, ksum_add, ksum_value
@@ -46,10 +49,8 @@ from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
 cdef enum:
     POLL_MASK = 4095
 
-#: a batch of at least this many nonzeros (its mean) steps in threads: tens of microseconds
-#: of work against a parallel region's start and join, about 0.5 us here
-#: (``dualsolve._core.parallel.region_cost``)
-cdef Py_ssize_t BATCH_MIN_NNZ = 4096
+#: a batch of at least this many nonzeros (its mean) steps in threads (_core/blocks.pxd)
+cdef Py_ssize_t BATCH_MIN_NNZ = BLOCKS_BATCH_MIN_NNZ
 
 
 def _batch_min_nnz(value=None):
@@ -378,6 +379,9 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef bint guard = opt.guard and not opt.no_dual_prox
     cdef Blocks team
     cdef Py_ssize_t tb
+    cdef BatchClock clock
+    cdef double batch_nnz
+    clock.threaded = 0
     res.n_epochs = 0
     if not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0):
         res.primal = res.dual = res.gap = res.f0 = NAN
@@ -467,6 +471,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
             sc = a * al
         drift_init(&st, P.w, P.last, NULL, d, P.tab, T, a, log_a, P.gbar, c1, P.wk, c2, 0)
         _epoch_sampling(P, opt)
+        batch_clock_epoch(&clock)
         pos = 0
         for t in range(T):
             if (t & POLL_MASK) == POLL_MASK and hook != NULL:
@@ -474,7 +479,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                 if stop != 0:
                     break
             _draw_batch(P, opt, &pos)
-            if tb == 1:
+            if tb == 1 or not batch_clock_threads(&clock):
                 # written out here: through the helpers above the serial steps took 10%
                 # longer (news20, batch 1 and 64)
                 for r in range(b):
@@ -499,6 +504,11 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                             P.w[j] += g                    # j already stepped by this batch
             else:
                 _batch_in_threads(data, indices, indptr, P, st, t, b, scale, sc, &team, tb)
+            if tb > 1:
+                batch_nnz = 0.0
+                for r in range(b):
+                    batch_nnz += <double>(indptr[P.batch[r] + 1] - indptr[P.batch[r]])
+                batch_clock_done(&clock, batch_nnz)
         if stop != 0:                                     # back to the reported w_k
             memcpy(P.w, P.wk, d * sizeof(double))
             res.status = stop
