@@ -147,7 +147,9 @@ ctypedef struct SpdcOptions:
     Py_ssize_t table_max      # longest prox-power table (0: closed forms only)
     int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each evaluation's
                               # pass over X in that many blocks of rows (_core/blocks.pxd),
-                              # the same result for the same count; the steps stay serial
+                              # the same result for the same count; the steps serial, but
+                              # for batches of 1,024+ nonzeros, which step in the threads
+                              # when a clock finds it faster (the serial step's bits)
 
 
 ctypedef struct SpdcResult:

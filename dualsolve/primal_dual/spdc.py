@@ -240,9 +240,12 @@ _PARAMS = """
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
         classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
         problem on X of 2^18 nonzeros or more: each evaluation's pass over X (the
-        certificate's, every ``check_every`` epochs) in ``n_jobs`` blocks of rows, the
-        steps serial; the same ``n_jobs`` gives the same model bit for bit (memory:
-        ``n_jobs - 1`` copies of ``2 n_features`` floats).
+        certificate's, every ``check_every`` epochs) in ``n_jobs`` blocks of rows; the
+        steps serial, except mini-batches of 1,024 nonzeros or more (``batch_size`` times
+        the mean row), which step in threads when a clock finds it faster (the features
+        by ranges, the dual steps by rows: the serial step's bits either way); the same
+        ``n_jobs`` gives the same model bit for bit (memory: ``n_jobs - 1`` copies of
+        ``2 n_features`` floats).
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i`` in the objective above; an integer weight equals repeating the
         row (at the same ``C``), a row of weight 0 leaves the problem (its ``y_i`` is 0).

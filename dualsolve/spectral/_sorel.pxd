@@ -117,9 +117,9 @@ ctypedef struct SorelOptions:
                                # losses at w (rows apart: the same values) and its anchor
                                # X^T (...) (blocks of rows, _core/blocks.pxd: the same
                                # result for the same count) in that many threads; and a
-                               # batch of 4,096+ nonzeros (b times the mean row) steps in
-                               # them too (features by ranges, margins by rows: the serial
-                               # step's bits)
+                               # batch of 1,024+ nonzeros (b times the mean row) steps in
+                               # them when a clock finds it faster (features by ranges,
+                               # margins by rows: the serial step's bits either way)
 
 
 ctypedef struct SorelResult:

@@ -83,10 +83,11 @@ TAIL_DOC = """    tol : float >= 0
         ``X^T (lambda * phi'(X w))`` pass (the anchor of ``train_sorel`` and
         ``train_lsvrg``, the certificate's of ``train_prospect`` and
         ``train_spectral_sgd``) in ``n_jobs`` threads (blocks of rows); the steps serial,
-        except ``train_sorel``'s and ``train_lsvrg``'s batches of 4,096 nonzeros or more
-        (``batch_size`` times the mean row), whose features are caught up and stepped by
-        ranges of features and whose margins are taken by rows, in threads (the serial
-        step's bits). The same ``n_jobs`` gives the same model bit for bit."""
+        except ``train_sorel``'s and ``train_lsvrg``'s batches of 1,024 nonzeros or more
+        (``batch_size`` times the mean row), which step in threads when a clock finds it
+        faster (features caught up and stepped by ranges of features, margins by rows:
+        the serial step's bits either way). The same ``n_jobs`` gives the same model bit
+        for bit."""
 
 
 # ---------------------------------------------------------------------------------------
