@@ -317,6 +317,22 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
     P.t = t
 
 
+cdef inline void _feature_step(SpdcFeature* f, double* acc, int64_t t, double inv_mk,
+                               double inv_n, const LazyParams* L, reg_t* tag) noexcept nogil:
+    """A batch's primal step on one feature from its accumulated sum (acc, then zeroed);
+    nothing when the batch stepped it already (a feature shared by two rows)."""
+    cdef double a, xj
+    if f.last != t:
+        return
+    a = acc[0]
+    acc[0] = 0.0
+    xj = f.x
+    f.xprev = xj
+    f.x = _step(xj, f.u + a * inv_mk, L, tag)
+    f.last = t + 1
+    f.u += a * inv_n
+
+
 #: a batch of at least this many nonzeros (its mean) steps in threads (_core/blocks.pxd)
 cdef Py_ssize_t BATCH_MIN_NNZ = BLOCKS_BATCH_MIN_NNZ
 
@@ -410,18 +426,8 @@ cdef inline void _batch_primal_step(const floating* data, const index_t* indices
         k = rows[r]
         for q in range(indptr[k], indptr[k + 1]):
             j = indices[q]
-            if not lo <= j < hi:
-                continue
-            f = &P.feat[j]
-            if f.last != t:
-                continue                          # stepped already (shared by two rows)
-            a = acc[j]
-            acc[j] = 0.0
-            xj = f.x
-            f.xprev = xj
-            f.x = _step(xj, f.u + a * inv_mk, L, tag)
-            f.last = t + 1
-            f.u += a * inv_n
+            if lo <= j < hi:
+                _feature_step(&P.feat[j], &acc[j], t, inv_mk, inv_n, L, tag)
 
 
 cdef void _steps_batch(const floating* data, const index_t* indices, const index_t* indptr,
@@ -494,16 +500,7 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
                 k = order[r]
                 for q in range(indptr[k], indptr[k + 1]):
                     j = indices[q]
-                    f = &feat[j]
-                    if f.last != t:
-                        continue                  # stepped already (shared by two rows)
-                    a = acc[j]
-                    acc[j] = 0.0
-                    xj = f.x
-                    f.xprev = xj
-                    f.x = _step(xj, f.u + a * inv_mk, &L, tag)
-                    f.last = t + 1
-                    f.u += a * inv_n
+                    _feature_step(&feat[j], &acc[j], t, inv_mk, inv_n, &L, tag)
         t += 1
         start = end
     P.t = t
