@@ -25,8 +25,9 @@ cdef enum:
     #: threads (SOREL's and SPDC's batches): tens of microseconds of work against a
     #: parallel region's start and join, 0.5-1.2 us here (parallel.region_cost)
     BATCH_MIN_NNZ = 1024
-    #: batches in each of an epoch's two probes (BatchClock)
+    #: an epoch's probes (BatchClock): at least this many batches, and nonzeros, each way
     BATCH_PROBE = 16
+    BATCH_PROBE_NNZ = 1 << 17
 
 
 ctypedef struct Blocks:
@@ -123,54 +124,52 @@ cdef inline KahanSum blocks_ksum(const Blocks* B, Py_ssize_t parts,
 # ---------------------------------------------------------------------------------------
 # a clock for the mini-batch steps in threads: their threaded step is the serial step's
 # bits, so which one runs may follow the clock without changing the result. Each epoch
-# times BATCH_PROBE batches on one thread, then BATCH_PROBE in threads, and steps the rest
-# the faster way (threads only under 0.95 of one thread's time a nonzero): the cores'
-# placement decides what the threads gain (their phases pass the batch's feature records
-# between the cores: news20 batch 8 1.39x near, 0.98x far).
+# starts with batches on one thread and in threads in turn, each timed, until each way
+# has BATCH_PROBE batches and BATCH_PROBE_NNZ nonzeros; the rest of the epoch steps the
+# faster way (threads only under 0.95 of one thread's time a nonzero). Taking turns
+# shows both ways the same caches and the same state of the threads (a team idle for a
+# millisecond sleeps, and its first region pays the wake-up). The cores' placement
+# decides what the threads gain: their phases pass the batch's feature records between
+# the cores (news20 batch 8: 1.39x near, 0.98x far).
 
 
 ctypedef struct BatchClock:
-    int phase               # 0: the serial probe, 1: the threads' probe, 2: chosen
-    Py_ssize_t left         # batches left in the probe
-    double start            # the probe's start (seconds)
-    double nnz              # nonzeros stepped in the probe
-    double serial           # the serial probe's seconds a nonzero
+    bint probing            # the epoch's turns are under way
+    Py_ssize_t turns        # batches probed this epoch
+    double start            # the current batch's start (seconds)
+    double seconds[2]       # the probes' time, one thread [0] and threads [1]
+    double nnz[2]           # and their nonzeros
     bint threads            # the choice for the rest of the epoch
     Py_ssize_t threaded     # batches stepped in threads (statistics)
 
 
 cdef inline void batch_clock_epoch(BatchClock* c) noexcept nogil:
     """At an epoch's start: probe again."""
-    c.phase = 0
-    c.left = BATCH_PROBE
-    c.nnz = 0.0
-    c.start = DS_WTIME()
+    c.probing = True
+    c.turns = 0
+    c.seconds[0] = c.seconds[1] = 0.0
+    c.nnz[0] = c.nnz[1] = 0.0
 
 
-cdef inline bint batch_clock_threads(const BatchClock* c) noexcept nogil:
-    """Whether the next batch steps in threads."""
-    return c.phase == 1 or (c.phase == 2 and c.threads)
+cdef inline bint batch_clock_threads(BatchClock* c) noexcept nogil:
+    """Whether the next batch steps in threads; starts its clock while probing."""
+    if c.probing:
+        c.start = DS_WTIME()
+        return (c.turns & 1) == 1
+    return c.threads
 
 
-cdef inline void batch_clock_done(BatchClock* c, double nnz) noexcept nogil:
-    """After a batch of nnz nonzeros."""
-    cdef double now, rate
-    if batch_clock_threads(c):
+cdef inline void batch_clock_done(BatchClock* c, bint threads, double nnz) noexcept nogil:
+    """After a batch of nnz nonzeros, stepped in threads or not."""
+    cdef Py_ssize_t k = 1 if threads else 0
+    if threads:
         c.threaded += 1
-    if c.phase == 2:
+    if not c.probing:
         return
-    c.nnz += nnz
-    c.left -= 1
-    if c.left > 0:
-        return
-    now = DS_WTIME()
-    rate = (now - c.start) / c.nnz if c.nnz > 0.0 else 0.0
-    if c.phase == 0:
-        c.serial = rate
-        c.phase = 1
-        c.left = BATCH_PROBE
-        c.nnz = 0.0
-        c.start = now
-    else:
-        c.threads = rate < 0.95 * c.serial
-        c.phase = 2
+    c.seconds[k] += DS_WTIME() - c.start
+    c.nnz[k] += nnz
+    c.turns += 1
+    if (c.turns >= 2 * BATCH_PROBE and c.nnz[0] >= BATCH_PROBE_NNZ
+            and c.nnz[1] >= BATCH_PROBE_NNZ):
+        c.threads = c.seconds[1] * c.nnz[0] < 0.95 * c.seconds[0] * c.nnz[1]
+        c.probing = False

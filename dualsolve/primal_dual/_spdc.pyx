@@ -471,11 +471,10 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
             if batch_clock_threads(clock):
                 _batch_in_threads(data, indices, indptr, P, L, loss, order + start,
                                   end - start, t, dyb, tag, team)
-                batch_clock_done(clock, batch_nnz)
+                batch_clock_done(clock, True, batch_nnz)
                 t += 1
                 start = end
                 continue
-            batch_clock_done(clock, batch_nnz)
         any_change = False
         for r in range(start, end):
             k = order[r]
@@ -501,6 +500,8 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
                 for q in range(indptr[k], indptr[k + 1]):
                     j = indices[q]
                     _feature_step(&feat[j], &acc[j], t, inv_mk, inv_n, &L, tag)
+        if tb > 1:
+            batch_clock_done(clock, False, batch_nnz)
         t += 1
         start = end
     P.t = t
@@ -1088,7 +1089,9 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef LazyParams lp
     cdef ScaledState scaled
     cdef ScaledState* S = NULL
-    cdef Blocks team
+    cdef Blocks team                # the evaluations' blocks
+    cdef Blocks batch_team          # the mini-batch steps' ranges of features (no copies)
+    cdef Py_ssize_t eval_min_nnz
     cdef BatchClock clock           # the mini-batch steps' threads, by the clock
     cdef double* u0 = NULL          # block 0's u in the evaluations, with more than one block
     if ev < 1:
@@ -1111,13 +1114,27 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     G = <double*>malloc(max_pts * sizeof(double))
     tw = <double*>malloc(max_pts * sizeof(double))
     dyb = <double*>malloc(P.batch * sizeof(double))
+    # the evaluations in blocks where the pass outweighs the copies: each thread's share of
+    # X at least its copy of two n_features vectors (news20, where they are equal, lost
+    # 0.93x with blocks); the batch steps' threads (feature ranges, no copies) either way
+    eval_min_nnz = 2 * opt.n_threads * 2 * P.d
+    if eval_min_nnz < BLOCKS_MIN_NNZ:
+        eval_min_nnz = BLOCKS_MIN_NNZ
     if (G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and with_tab and tab == NULL)
-            or not blocks_init(&team, indptr, P.n, P.d, opt.n_threads, BLOCKS_MIN_NNZ,
+            or not blocks_init(&team, indptr, P.n, P.d, opt.n_threads, eval_min_nnz,
                                2 * P.d, 2)):
         free(tab)
         free(G)
         free(tw)
         free(dyb)
+        res.status = STATUS_NO_MEMORY
+        return res.status
+    if not blocks_init(&batch_team, indptr, P.n, P.d, opt.n_threads, BLOCKS_MIN_NNZ, 0, 0):
+        free(tab)
+        free(G)
+        free(tw)
+        free(dyb)
+        blocks_free(&team)
         res.status = STATUS_NO_MEMORY
         return res.status
     if team.size > 1:
@@ -1128,6 +1145,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
             free(tw)
             free(dyb)
             blocks_free(&team)
+            blocks_free(&batch_team)
             res.status = STATUS_NO_MEMORY
             return res.status
     res.status = STATUS_MAX_EPOCHS
@@ -1176,7 +1194,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
         total = _draw_epoch(&P.rng, P.perm, P.order, P.n, P.batch, opt.sampling)
         batch_clock_epoch(&clock)
         stop = _stop_steps(data, indices, indptr, P, &lp, total, dyb, S, chunk, hook, ctx,
-                           &team, &clock)
+                           &batch_team, &clock)
         if stop != 0:
             res.status = stop             # mid-epoch (Ctrl-C): the epoch does not count
             if S == NULL or not S.loaded:
@@ -1248,6 +1266,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     free(dyb)
     free(u0)
     blocks_free(&team)
+    blocks_free(&batch_team)
     return res.status
 
 
