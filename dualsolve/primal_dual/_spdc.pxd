@@ -146,7 +146,8 @@ ctypedef struct SpdcOptions:
     double delta_min          # floor on Delta (keeps tau finite when lam = 0)
     Py_ssize_t table_max      # longest prox-power table (0: closed forms only)
     int n_threads             # > 1 (OpenMP builds, X of 2^18+ nonzeros): each evaluation's
-                              # pass over X in that many blocks of rows (_core/blocks.pxd),
+                              # pass over X in that many blocks of rows (_core/blocks.pxd;
+                              # where nnz >= 2 n_threads 2 n_features, else one thread),
                               # the same result for the same count; the steps serial, but
                               # for batches of 1,024+ nonzeros, which step in the threads
                               # when a clock finds it faster (the serial step's bits)
