@@ -240,7 +240,8 @@ _PARAMS = """
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
         classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
         problem on X of 2^18 nonzeros or more: each evaluation's pass over X (the
-        certificate's, every ``check_every`` epochs) in ``n_jobs`` blocks of rows; the
+        certificate's, every ``check_every`` epochs) in ``n_jobs`` blocks of rows where
+        each block's share of X is at least its copy of ``2 n_features`` floats; the
         steps serial, except mini-batches of 1,024 nonzeros or more (``batch_size`` times
         the mean row), which step in threads when a clock finds it faster (the features
         by ranges, the dual steps by rows: the serial step's bits either way); the same
