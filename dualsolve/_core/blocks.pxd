@@ -140,7 +140,6 @@ ctypedef struct BatchClock:
     double seconds[2]       # the probes' time, one thread [0] and threads [1]
     double nnz[2]           # and their nonzeros
     bint threads            # the choice for the rest of the epoch
-    Py_ssize_t threaded     # batches stepped in threads (statistics)
 
 
 cdef inline void batch_clock_epoch(BatchClock* c) noexcept nogil:
@@ -162,8 +161,6 @@ cdef inline bint batch_clock_threads(BatchClock* c) noexcept nogil:
 cdef inline void batch_clock_done(BatchClock* c, bint threads, double nnz) noexcept nogil:
     """After a batch of nnz nonzeros, stepped in threads or not."""
     cdef Py_ssize_t k = 1 if threads else 0
-    if threads:
-        c.threaded += 1
     if not c.probing:
         return
     c.seconds[k] += DS_WTIME() - c.start

@@ -15,11 +15,8 @@ from dualsolve._validation import check_csr
 
 def _rows_dot(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
               const double[::1] w, double[::1] out):
-    cdef Py_ssize_t i, s
     with nogil:
-        for i in range(out.shape[0]):
-            s = indptr[i]
-            out[i] = sparse_dot(&data[0] + s, &indices[0] + s, indptr[i + 1] - s, &w[0])
+        _dot_rows(&data[0], &indices[0], &indptr[0], &w[0], &out[0], out.shape[0], 1)
 
 
 def _rows_sqnorm(const floating[::1] data, const index_t[::1] indptr, double[::1] out):
@@ -32,11 +29,8 @@ def _rows_sqnorm(const floating[::1] data, const index_t[::1] indptr, double[::1
 
 def _rows_axpy(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                const double[::1] coef, double[::1] w):
-    cdef Py_ssize_t i, s
     with nogil:
-        for i in range(coef.shape[0]):
-            s = indptr[i]
-            sparse_axpy(coef[i], &data[0] + s, &indices[0] + s, indptr[i + 1] - s, &w[0])
+        _add_rows(&data[0], &indices[0], &indptr[0], &coef[0], &w[0], 0, coef.shape[0])
 
 
 cdef class RowPasses:
@@ -122,20 +116,19 @@ cdef class RowPasses:
                              &out[0], self.d, &self.team)
 
 
-cdef void _dot_rows(const double* data, const index_t* indices, const index_t* indptr,
+cdef void _dot_rows(const floating* data, const index_t* indices, const index_t* indptr,
                     const double* w, double* out, Py_ssize_t n, int threads) noexcept nogil:
+    """out = X w, row by row (each row its own: the same values for any thread count)."""
     cdef Py_ssize_t i, s
     for i in prange(n, num_threads=threads, schedule="static"):
         s = indptr[i]
         out[i] = sparse_dot(data + s, indices + s, indptr[i + 1] - s, w)
 
 
-cdef void _axpy_rows(const double* data, const index_t* indices, const index_t* indptr,
-                     const double* c, double* out, Py_ssize_t d, Py_ssize_t lo,
-                     Py_ssize_t hi) noexcept nogil:
-    """out = sum over rows lo .. hi - 1 of c_i x_i (zeroed first)."""
+cdef void _add_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                    const double* c, double* out, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """out += sum over rows lo .. hi - 1 of c_i x_i."""
     cdef Py_ssize_t i, s
-    memset(out, 0, d * sizeof(double))
     for i in range(lo, hi):
         if c[i] != 0.0:
             s = indptr[i]
@@ -145,13 +138,17 @@ cdef void _axpy_rows(const double* data, const index_t* indices, const index_t* 
 cdef void _axpy_blocks(const double* data, const index_t* indices, const index_t* indptr,
                        const double* c, double* out, Py_ssize_t d,
                        const Blocks* team) noexcept nogil:
+    """out = X^T c in the team's blocks of rows, block b >= 1 into its own copy."""
     cdef Py_ssize_t b
+    cdef double* dst
     if team.size == 1:
-        _axpy_rows(data, indices, indptr, c, out, d, 0, team.rows[1])
+        memset(out, 0, d * sizeof(double))
+        _add_rows(data, indices, indptr, c, out, 0, team.rows[1])
         return
     for b in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
-        _axpy_rows(data, indices, indptr, c, out if b == 0 else blocks_own(team, b), d,
-                   team.rows[b], team.rows[b + 1])
+        dst = out if b == 0 else blocks_own(team, b)
+        memset(dst, 0, d * sizeof(double))
+        _add_rows(data, indices, indptr, c, dst, team.rows[b], team.rows[b + 1])
     blocks_add_copies(team, out, 1, 0)
 
 

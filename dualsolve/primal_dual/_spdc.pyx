@@ -466,8 +466,9 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
         inv_mk = 1.0 / <double>(end - start)
         if tb > 1:
             batch_nnz = 0.0
-            for r in range(start, end):
-                batch_nnz += <double>(indptr[order[r] + 1] - indptr[order[r]])
+            if clock.probing:                     # the clock weighs its probes by nonzeros
+                for r in range(start, end):
+                    batch_nnz += <double>(indptr[order[r] + 1] - indptr[order[r]])
             if batch_clock_threads(clock):
                 _batch_in_threads(data, indices, indptr, P, L, loss, order + start,
                                   end - start, t, dyb, tag, team)
@@ -1092,6 +1093,7 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     cdef Blocks team                # the evaluations' blocks
     cdef Blocks batch_team          # the mini-batch steps' ranges of features (no copies)
     cdef Py_ssize_t eval_min_nnz
+    cdef bint ok
     cdef BatchClock clock           # the mini-batch steps' threads, by the clock
     cdef double* u0 = NULL          # block 0's u in the evaluations, with more than one block
     if ev < 1:
@@ -1120,36 +1122,20 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     eval_min_nnz = 2 * opt.n_threads * 2 * P.d
     if eval_min_nnz < BLOCKS_MIN_NNZ:
         eval_min_nnz = BLOCKS_MIN_NNZ
-    if (G == NULL or tw == NULL or dyb == NULL or (tab_len > 0 and with_tab and tab == NULL)
-            or not blocks_init(&team, indptr, P.n, P.d, opt.n_threads, eval_min_nnz,
-                               2 * P.d, 2)):
-        free(tab)
-        free(G)
-        free(tw)
-        free(dyb)
-        res.status = STATUS_NO_MEMORY
-        return res.status
-    if not blocks_init(&batch_team, indptr, P.n, P.d, opt.n_threads, BLOCKS_MIN_NNZ, 0, 0):
-        free(tab)
-        free(G)
-        free(tw)
-        free(dyb)
-        blocks_free(&team)
-        res.status = STATUS_NO_MEMORY
-        return res.status
-    if team.size > 1:
+    memset(&team, 0, sizeof(Blocks))          # (blocks_free on them is then a no-op)
+    memset(&batch_team, 0, sizeof(Blocks))
+    ok = (G != NULL and tw != NULL and dyb != NULL
+          and not (tab_len > 0 and with_tab and tab == NULL)
+          and blocks_init(&team, indptr, P.n, P.d, opt.n_threads, eval_min_nnz, 2 * P.d, 2)
+          and blocks_init(&batch_team, indptr, P.n, P.d, opt.n_threads, BLOCKS_MIN_NNZ, 0, 0))
+    if ok and team.size > 1:
         u0 = <double*>malloc(P.d * sizeof(double))
-        if u0 == NULL:
-            free(tab)
-            free(G)
-            free(tw)
-            free(dyb)
-            blocks_free(&team)
-            blocks_free(&batch_team)
-            res.status = STATUS_NO_MEMORY
-            return res.status
+        ok = u0 != NULL
+    if not ok:
+        _release(tab, G, tw, dyb, u0, &team, &batch_team)
+        res.status = STATUS_NO_MEMORY
+        return res.status
     res.status = STATUS_MAX_EPOCHS
-    clock.threaded = 0
     spdc_set_params(P, P.delta_hat)
     if P.batch == 1 and with_tab:
         memset(&scaled, 0, sizeof(ScaledState))
@@ -1260,14 +1246,20 @@ cdef int spdc_run(const floating* data, const index_t* indices, const index_t* i
     res.delta_hat = P.delta_hat
     if S != NULL:
         free(scaled.s)
+    _release(tab, G, tw, dyb, u0, &team, &batch_team)
+    return res.status
+
+
+cdef void _release(double* tab, double* G, double* tw, double* dyb, double* u0, Blocks* team,
+                   Blocks* batch_team) noexcept nogil:
+    """spdc_run's work memory."""
     free(tab)
     free(G)
     free(tw)
     free(dyb)
     free(u0)
-    blocks_free(&team)
-    blocks_free(&batch_team)
-    return res.status
+    blocks_free(team)
+    blocks_free(batch_team)
 
 
 # ---------------------------------------------------------------------------------------

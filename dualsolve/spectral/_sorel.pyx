@@ -382,7 +382,6 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
     cdef BatchClock clock
     cdef double batch_nnz
     cdef bint in_threads
-    clock.threaded = 0
     res.n_epochs = 0
     if not blocks_init(&team, indptr, n, d, opt.n_threads, BLOCKS_MIN_NNZ, d, 0):
         res.primal = res.dual = res.gap = res.f0 = NAN
@@ -508,8 +507,9 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
                 _batch_in_threads(data, indices, indptr, P, st, t, b, scale, sc, &team, tb)
             if tb > 1:
                 batch_nnz = 0.0
-                for r in range(b):
-                    batch_nnz += <double>(indptr[P.batch[r] + 1] - indptr[P.batch[r]])
+                if clock.probing:                     # the clock weighs its probes by nonzeros
+                    for r in range(b):
+                        batch_nnz += <double>(indptr[P.batch[r] + 1] - indptr[P.batch[r]])
                 batch_clock_done(&clock, in_threads, batch_nnz)
         if stop != 0:                                     # back to the reported w_k
             memcpy(P.w, P.wk, d * sizeof(double))
