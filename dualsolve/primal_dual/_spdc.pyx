@@ -268,6 +268,17 @@ cdef inline double _row_dual_step(const floating* data, const index_t* indices, 
     return _dual_update(P, loss, k, dot, sigma, inv_sigma, dual_free)
 
 
+cdef inline double _take_dual(double* y, const double* wt, Py_ssize_t k,
+                              double ynew) noexcept nogil:
+    """y_k <- ynew; returns the change of c_k eta_k (0: none; wt NULL: c = 1)."""
+    cdef double dy = ynew - y[k]
+    if dy != 0.0:
+        y[k] = ynew
+        if wt != NULL:
+            dy *= wt[k]
+    return dy
+
+
 cdef void _steps_single(const floating* data, const index_t* indices, const index_t* indptr,
                         SpdcProblem* P, const LazyParams* lp, Py_ssize_t offset,
                         Py_ssize_t n_steps, reg_t* tag) noexcept nogil:
@@ -297,13 +308,10 @@ cdef void _steps_single(const floating* data, const index_t* indices, const inde
         hi = indptr[k + 1]
         ynew = _row_dual_step(data, indices, lo, hi, P, &loss, k, t, theta, sigma, inv_sigma,
                               dual_free, &L, tag)
-        dy = ynew - y[k]
+        dy = _take_dual(y, wt, k, ynew)
         if dy != 0.0:
             # (dy = 0: x moves by F on the row's features like on every other feature,
             # so they are simply left lazy)
-            y[k] = ynew
-            if wt != NULL:
-                dy *= wt[k]                       # the change of c_k eta_k
             c = dy * inv_n
             for q in range(lo, hi):
                 f = &feat[indices[q]]
@@ -387,7 +395,7 @@ cdef inline double _batch_dual_step(const floating* data, const index_t* indices
     """Row k's dual step from a_k . xt (its features current at t); returns the change of
     c_k eta_k (0: none) and stores the new y_k."""
     cdef SpdcFeature* f
-    cdef double dot = 0.0, xj, ynew, dy
+    cdef double dot = 0.0, xj, ynew
     cdef Py_ssize_t q
     for q in range(indptr[k], indptr[k + 1]):
         f = &P.feat[indices[q]]
@@ -395,12 +403,7 @@ cdef inline double _batch_dual_step(const floating* data, const index_t* indices
         dot += data[q] * (xj + P.theta * (xj - f.xprev))
     ynew = _dual_update(P, loss, k, dot, P.sigma, 1.0 / P.sigma,
                         P.method == SPDC_DUAL_FREE)
-    dy = ynew - P.y[k]
-    if dy != 0.0:
-        P.y[k] = ynew
-        if P.weight != NULL:
-            dy *= P.weight[k]                     # the change of c_k eta_k
-    return dy
+    return _take_dual(P.y, P.weight, k, ynew)
 
 
 cdef inline void _batch_primal_step(const floating* data, const index_t* indices,
@@ -483,11 +486,7 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
             hi = indptr[k + 1]
             ynew = _row_dual_step(data, indices, lo, hi, P, &loss, k, t, theta, sigma, inv_sigma,
                                   dual_free, &L, tag)
-            dy = ynew - y[k]
-            if dy != 0.0:
-                y[k] = ynew
-                if wt != NULL:
-                    dy *= wt[k]                   # the change of c_k eta_k
+            dy = _take_dual(y, wt, k, ynew)
             dyb[r - start] = dy
             if dy != 0.0:
                 any_change = True

@@ -348,7 +348,7 @@ cdef void _batch_in_threads(const floating* data, const index_t* indices,
     the last by the team's ranges of features (each feature's updates in the batch's order),
     the margins by rows; one thread's bits for any team. ``st`` is a copy (its state is
     behind its pointers): the run's own never has its address taken by a parallel region,
-    which cost the serial steps 3-5%."""
+    which cost the serial steps 2-5%."""
     cdef Py_ssize_t blk, r
     for blk in prange(tb, num_threads=tb, schedule="static", chunksize=1):
         _batch_catch_up(indices, indptr, P, &st, t, b, team.cols[blk], team.cols[blk + 1])
@@ -387,7 +387,7 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         res.primal = res.dual = res.gap = res.f0 = NAN
         res.status = STATUS_NO_MEMORY
         return res.status
-    # a batch of BATCH_MIN_NNZ nonzeros or more steps in the team's threads
+    # a batch of BATCH_MIN_NNZ nonzeros or more may step in the team's threads (the clock)
     tb = team.size if <double>b * <double>indptr[n] / <double>n >= BATCH_MIN_NNZ else 1
     norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
     memset(P.s_prev, 0, n * sizeof(double))
