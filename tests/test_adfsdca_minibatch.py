@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import expit
 
-from dualsolve._core.sampler import alg3_components, minibatch_draw, waterfill
+from dualsolve._core.sampler import alg3_components, minibatch_draw, sort_desc, waterfill
 from dualsolve._validation import ConvergenceWarning
 from dualsolve.adfsdca import train_adfsdca
 from dualsolve.adfsdca.api import _record_coordinates
@@ -210,6 +210,28 @@ def test_waterfill_sums_to_b_and_caps_at_one():
             capped = q == 1.0
             assert np.all(w[capped] >= w[free].max() * (1 - 1e-12))  # the capped are largest
         np.testing.assert_allclose(q[w > 0], _waterfill_np(w[w > 0], be), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "ties", "wide exponents", "subnormal",
+                                  "sparse"])
+def test_the_radix_sort_orders_by_weight_then_index(kind):
+    """Algorithm 3's sort (a radix sort of the weights' bits): the positive weights by
+    value descending, equal ones by ascending index, as a comparison sort gives."""
+    rng = np.random.default_rng(len(kind))
+    for n in (0, 1, 2, 7, 2048, 5000):
+        if kind == "uniform":
+            w = rng.random(n)
+        elif kind == "ties":
+            w = rng.integers(0, 4, n).astype(float)
+        elif kind == "wide exponents":
+            w = 10.0 ** rng.uniform(-300, 300, n)
+        elif kind == "subnormal":
+            w = rng.integers(0, 5, n) * 5e-324
+        else:
+            w = np.where(rng.random(n) < 0.9, 0.0, rng.random(n))
+        idx = np.flatnonzero(w > 0)
+        expect = idx[np.lexsort((idx, -w[idx]))]
+        np.testing.assert_array_equal(sort_desc(w), expect)
 
 
 def test_sampler_wrappers_reject_bad_input():

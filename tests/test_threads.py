@@ -234,14 +234,15 @@ def _fingerprint(model):
     return hashlib.sha256(np.ascontiguousarray(model.coef).tobytes()).hexdigest()[:16]
 
 
-def _team_of_one(cwd, n, d, seed, fit, setup=""):
+def _team_of_one(cwd, n, d, seed, fit, setup="", per_row=15):
     """(stop reason, _fingerprint) of ``fit`` (a call's source on X, y of
-    ``_sparse_problem(n, d, seed)``, e.g. "ds.train_svrg(X, y, n_jobs=2)") in a child
+    ``_sparse_problem(n, d, seed, per_row)``, e.g. "ds.train_svrg(X, y, n_jobs=2)") in a child
     whose OpenMP team is one thread: OMP_THREAD_LIMIT=1, and OMP_NUM_THREADS said, since a
     Dask cluster started in this process sets it to 1 in os.environ, which children
     inherit. ``setup``: statements run first (e.g. a private knob)."""
     code = ("import test_threads as t, dualsolve as ds; " + (setup + "; " if setup else "")
-            + f"X, y = t._sparse_problem({n}, {d}, seed={seed}); m = {fit}; "
+            + f"X, y = t._sparse_problem({n}, {d}, seed={seed}, per_row={per_row}); "
+            f"m = {fit}; "
             "print(m.stop_reason, t._fingerprint(m))")
     stop, fingerprint = _child(code, cwd, OMP_THREAD_LIMIT="1", OMP_NUM_THREADS="2")
     return stop, fingerprint

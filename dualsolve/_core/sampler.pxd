@@ -12,7 +12,7 @@ AliasTable: Vose's alias method for a fixed distribution: O(n) build, O(1) per d
 
 MbSampler: fixed-size non-uniform mini-batches (Sec. 6.2): water-filling of weights to
 marginals q (sum b, q <= 1), then exactly b distinct indices with P(i in S) = q_i, by the
-paper's Algorithm 3 (corrected, O(m) after an O(m log m) sort of the m positive weights) or
+paper's Algorithm 3 (corrected, O(m) after an O(m) radix sort of the m positive weights) or
 by systematic (Madow) sampling (O(m), no sort).
 
 Both draw only indices of positive weight: with nonnegative weights a sum is positive
@@ -28,6 +28,8 @@ allocated by ``*_init`` and released by ``*_free``.
     i = sumtree_sample(&t, rng_uniform(&rng))   # -1 when every weight is 0
     sumtree_free(&t)
 """
+from libc.stdint cimport uint64_t
+
 from dualsolve._core.rng cimport rng_state, rng_uniform, rng_below
 
 
@@ -52,7 +54,7 @@ ctypedef struct AliasTable:
 #
 #     cdef MbSampler s
 #     mbsampler_init(&s, n)                      # -1 if out of memory
-#     b_eff = mb_prepare(&s, weights, b, MB_ALG3)  # O(m log m) sort (m positive weights) + O(m)
+#     b_eff = mb_prepare(&s, weights, b, MB_ALG3)  # O(n): a radix sort of the m positive weights
 #     mb_draw(&s, &rng, out)                     # out[0:b_eff] distinct; s.qx[i] = q_i
 #     mbsampler_free(&s)
 cdef enum:
@@ -61,7 +63,7 @@ cdef enum:
 
 
 ctypedef struct MbPair:
-    double key
+    uint64_t key          # a positive weight's bits complemented: ascending = weight descending
     Py_ssize_t idx
 
 
@@ -78,7 +80,7 @@ ctypedef struct MbSampler:
     Py_ssize_t* comp_I    # n: component k = positions [0, I_k) and b - I_k of [I_k, J_k]
     Py_ssize_t* comp_J    # n
     Py_ssize_t* work      # n
-    MbPair* pairs         # n: sort scratch
+    MbPair* pairs         # 2 n: sort scratch
 
 
 cdef int mbsampler_init(MbSampler* s, Py_ssize_t n) noexcept nogil

@@ -2,8 +2,9 @@
 """Sum-tree and alias-table samplers and the fixed-size mini-batch samplers (see
 sampler.pxd), plus small Python wrappers that the tests use to check the C code's
 distributions."""
-from libc.stdlib cimport malloc, free, qsort
-from libc.string cimport memset
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
 from libc.math cimport isfinite, fabs
 
 import numpy as np
@@ -158,7 +159,7 @@ cdef int mbsampler_init(MbSampler* s, Py_ssize_t n) noexcept nogil:
     s.comp_I = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
     s.comp_J = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
     s.work = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
-    s.pairs = <MbPair*>malloc(k * sizeof(MbPair))
+    s.pairs = <MbPair*>malloc(2 * k * sizeof(MbPair))
     if (s.order == NULL or s.q == NULL or s.qx == NULL or s.cum == NULL or s.comp_I == NULL
             or s.comp_J == NULL or s.work == NULL or s.pairs == NULL):
         mbsampler_free(s)
@@ -185,31 +186,54 @@ cdef void mbsampler_free(MbSampler* s) noexcept nogil:
     s.pairs = NULL
 
 
-cdef int _pair_desc(const void* a, const void* b) noexcept nogil:
-    """Larger key first; equal keys by ascending index (a total order: deterministic)."""
-    cdef const MbPair* x = <const MbPair*>a
-    cdef const MbPair* y = <const MbPair*>b
-    if x.key > y.key:
-        return -1
-    if x.key < y.key:
-        return 1
-    return -1 if x.idx < y.idx else (1 if x.idx > y.idx else 0)
+cdef enum:
+    _DIGIT_BITS = 11                  # six passes of 2,048 counts (16 KB on the stack) cover
+    _DIGITS = 1 << _DIGIT_BITS        # 64 bits
+    _PASSES = 6
 
 
 cdef Py_ssize_t mb_sort_desc(const double* weights, Py_ssize_t n, Py_ssize_t* order,
                              MbPair* pairs) noexcept nogil:
     """order[0:m] = the indices of the m positive weights, by weight descending (ties by
-    index). pairs: n scratch entries. Returns m. O(n + m log m)."""
-    cdef Py_ssize_t i, m = 0
+    index). pairs: 2 n scratch entries. Returns m. O(n + m): a stable LSD radix sort of
+    the weights' complemented bits (the bits of positive doubles, +inf included, order as
+    the values do), 11 bits a pass; a digit that every key shares costs no pass. It is
+    called at every mini-batch iteration, where qsort's comparisons took a quarter of
+    adfSDCA's time on news20."""
+    cdef Py_ssize_t i, p, m = 0, shift, total, c
+    cdef Py_ssize_t counts[_DIGITS]
+    cdef MbPair* src = pairs
+    cdef MbPair* dst
+    cdef MbPair* tmp
+    cdef uint64_t bits, digit
     for i in range(n):
         if weights[i] > 0.0:
-            pairs[m].key = weights[i]
-            pairs[m].idx = i
+            memcpy(&bits, &weights[i], sizeof(double))
+            src[m].key = ~bits
+            src[m].idx = i
             m += 1
-    if m > 1:
-        qsort(pairs, <size_t>m, sizeof(MbPair), _pair_desc)
+    dst = pairs + m
+    for p in range(_PASSES):
+        shift = p * _DIGIT_BITS
+        memset(counts, 0, sizeof(counts))
+        for i in range(m):
+            counts[(src[i].key >> shift) & (_DIGITS - 1)] += 1
+        if m == 0 or counts[(src[0].key >> shift) & (_DIGITS - 1)] == m:
+            continue                      # one digit for every key: the order stands
+        total = 0
+        for digit in range(_DIGITS):
+            c = counts[digit]
+            counts[digit] = total
+            total += c
+        for i in range(m):
+            digit = (src[i].key >> shift) & (_DIGITS - 1)
+            dst[counts[digit]] = src[i]
+            counts[digit] += 1
+        tmp = src
+        src = dst
+        dst = tmp
     for i in range(m):
-        order[i] = pairs[i].idx
+        order[i] = src[i].idx
     return m
 
 
@@ -587,6 +611,22 @@ def waterfill(weights, Py_ssize_t b):
     finally:
         mbsampler_free(&s)
     return q, be
+
+
+def sort_desc(weights):
+    """The indices of the positive weights by weight descending, ties by ascending index:
+    the C sort (mb_sort_desc) that Algorithm 3's sampler runs at every iteration."""
+    cdef const double[::1] w = _weights_array(weights)
+    cdef Py_ssize_t n = w.shape[0], m
+    cdef MbSampler s
+    if mbsampler_init(&s, n) != 0:
+        raise MemoryError()
+    try:
+        m = mb_sort_desc(&w[0], n, s.order, s.pairs) if n else 0
+        order = np.array(<Py_ssize_t[:m]>s.order) if m else np.zeros(0, dtype=np.intp)
+    finally:
+        mbsampler_free(&s)
+    return order
 
 
 def alg3_components(q, Py_ssize_t b):

@@ -85,7 +85,9 @@ ctypedef struct DfOptions:
     int n_threads              # > 1 (OpenMP builds, X of 2^18+ nonzeros): each check's pass
                                # over X in that many blocks of rows (_core/blocks.pxd), its
                                # sums added in block order (the same result for the same
-                               # count); the steps stay serial
+                               # count); a mini-batch iteration's per-row work (margins,
+                               # residues, weights, the margins' update) by the same blocks
+                               # (the serial iterates' bits); the other steps stay serial
 
 
 ctypedef struct DfResult:

@@ -412,43 +412,119 @@ cdef int _epoch_exact(const floating* data, const index_t* indices, const index_
     return 0
 
 
-cdef inline double _mb_weights(DfProblem* P, double eso) noexcept nogil:
-    """u_j = sqrt(eso v_j gamma_j + n lam^2) |kappa_j| (p* of (17) with the ESO weights
-    v'_j = eso v_j; gamma_j = lam c_j Lt); returns sum kappa_j^2."""
+cdef inline void _mb_margins(const floating* data, const index_t* indices,
+                             const index_t* indptr, DfProblem* P, Py_ssize_t lo,
+                             Py_ssize_t hi) noexcept nogil:
+    """z_j = x_j.w for the rows j in [lo, hi)."""
+    cdef Py_ssize_t j, start
+    for j in range(lo, hi):
+        start = indptr[j]
+        P.z[j] = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
+
+
+cdef inline void _mb_residues(DfProblem* P, double eso, Py_ssize_t lo,
+                              Py_ssize_t hi) noexcept nogil:
+    """For the rows j in [lo, hi): kappa_j = alpha_j + c_j phi'(z_j) and u_j =
+    sqrt(eso v_j gamma_j + n lam^2) |kappa_j| (p* of (17) with the ESO weights v'_j =
+    eso v_j; gamma_j = lam c_j Lt)."""
     cdef Py_ssize_t j
-    cdef double nl2 = P.n * P.lam * P.lam, K2 = 0.0, k
-    for j in range(P.n):
-        k = P.kappa[j]
-        K2 += k * k
+    cdef double nl2 = P.n * P.lam * P.lam, k
+    for j in range(lo, hi):
+        k = P.alpha[j] + _deriv(P, P.z[j], j)
+        P.kappa[j] = k
         P.u[j] = sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(k)
-    return K2
+
+
+cdef inline void _mb_weights(DfProblem* P, double eso) noexcept nogil:
+    """u_j of _mb_residues for another eso, at the same residues."""
+    cdef Py_ssize_t j
+    cdef double nl2 = P.n * P.lam * P.lam
+    for j in range(P.n):
+        P.u[j] = sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(P.kappa[j])
+
+
+cdef Py_ssize_t _lower_bound(const index_t* rows, Py_ssize_t a, Py_ssize_t e,
+                             Py_ssize_t r) noexcept nogil:
+    """The first m in [a, e) with rows[m] >= r (rows increasing), else e."""
+    cdef Py_ssize_t mid
+    while a < e:
+        mid = a + (e - a) // 2
+        if rows[mid] < r:
+            a = mid + 1
+        else:
+            e = mid
+    return a
+
+
+cdef void _mb_update_margins(const floating* data, const index_t* indices,
+                             const index_t* indptr, const floating* csc_data,
+                             const index_t* csc_indices, const index_t* csc_indptr,
+                             DfProblem* P, Py_ssize_t nb, Py_ssize_t lo,
+                             Py_ssize_t hi) noexcept nogil:
+    """z_r += (dalpha_i / (lam n)) x_if X_rf for the rows r in [lo, hi), over the batch's
+    rows i in the order of S and their features f: every z_r gets its additions in the
+    serial order, whichever rows a thread owns (the columns' rows increase: a thread
+    seeks its range in each column)."""
+    cdef Py_ssize_t k, l, i, f, m, a, e
+    cdef double c, cx
+    for k in range(nb):
+        if P.dbatch[k] == 0.0:
+            continue
+        i = P.batch[k]
+        c = P.dbatch[k] / (P.lam * P.n)
+        for l in range(indptr[i], indptr[i + 1]):
+            f = indices[l]
+            cx = c * data[l]
+            a = csc_indptr[f]
+            e = csc_indptr[f + 1]
+            if lo > 0:
+                a = _lower_bound(csc_indices, a, e, lo)
+            if hi < P.n:
+                e = _lower_bound(csc_indices, a, e, hi)
+            for m in range(a, e):
+                P.z[csc_indices[m]] += cx * csc_data[m]
 
 
 cdef int _epoch_minibatch(const floating* data, const index_t* indices, const index_t* indptr,
                           const floating* csc_data, const index_t* csc_indices,
                           const index_t* csc_indptr, DfProblem* P, Py_ssize_t b,
-                          int sampler, double cap, epoch_hook hook, void* ctx) noexcept nogil:
+                          int sampler, double cap, const Blocks* team, epoch_hook hook,
+                          void* ctx) noexcept nogil:
     """Mini-batch adfSDCA (Algorithm 4), ceil(n/b) iterations. Per iteration, all at the
     same w: kappa_j = alpha_j + phi'(z_j) for every j (margins z kept current through the CSC
     copy); u_j = sqrt(v'_j gamma + n lam^2) |kappa_j|, v'_j = min(b_eff, omega) v_j; q =
     water-filled b_eff u / sum(u) (sum q = b_eff, q <= 1); S with |S| = b_eff and
     P(i in S) = q_i (Algorithm 3 or systematic); theta = Theta_b of the paper's (75) with
     p = q/b_eff, which simplifies to n lam^2 sum kappa^2 / sum_i u_i^2 / q_i;
-    dalpha_i = -(theta/q_i) kappa_i for i in S (capped if cap > 0), then alpha, w and z are
-    updated serially in the order of S. z = Xw is recomputed at the epoch start (no drift)."""
-    cdef Py_ssize_t t, it, j, k, l, i, m, f, r, start, nb, be, n = P.n
+    dalpha_i = -(theta/q_i) kappa_i for i in S (capped if cap > 0), then alpha and w are
+    updated in the order of S, and the margins z through the CSC copy. z = Xw is
+    recomputed at the epoch start (no drift).
+
+    With a team of two or more blocks the per-row work (the margins, the residues and
+    weights, the margins' update) runs in the team's threads by its blocks of rows; every
+    row's values are computed as on one thread and the sums stay serial, so the iterates
+    are the serial ones to the bit for every n_jobs."""
+    cdef Py_ssize_t it, j, k, l, i, f, nb, be, blk, n = P.n
     cdef Py_ssize_t iters = (n + b - 1) // b
-    cdef double K2, denom, theta, eta, ecap, c, cx, zj, eso, work = 0.0
+    cdef double K2, denom, theta, eta, ecap, c, eso, work = 0.0
     cdef int stop
-    for j in range(n):
-        start = indptr[j]
-        zj = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
-        P.z[j] = zj
+    cdef bint threads = team.size > 1
+    if threads:
+        for blk in prange(team.size, num_threads=team.size, schedule="static", chunksize=1):
+            _mb_margins(data, indices, indptr, P, team.rows[blk], team.rows[blk + 1])
+    else:
+        _mb_margins(data, indices, indptr, P, 0, n)
     for it in range(iters):
-        for j in range(n):
-            P.kappa[j] = P.alpha[j] + _deriv(P, P.z[j], j)
         eso = P.eso
-        K2 = _mb_weights(P, eso)
+        if threads:
+            for blk in prange(team.size, num_threads=team.size, schedule="static",
+                              chunksize=1):
+                _mb_residues(P, eso, team.rows[blk], team.rows[blk + 1])
+        else:
+            _mb_residues(P, eso, 0, n)
+        K2 = 0.0
+        for j in range(n):
+            K2 += P.kappa[j] * P.kappa[j]
         if not isfinite(K2):
             return STATUS_DIVERGED
         be = mb_prepare(&P.mb, P.u, b, sampler)
@@ -484,14 +560,18 @@ cdef int _epoch_minibatch(const floating* data, const index_t* indices, const in
                 continue
             P.alpha[i] += P.dbatch[k]
             c = P.dbatch[k] / (P.lam * n)
-            start = indptr[i]
-            for l in range(start, indptr[i + 1]):
+            for l in range(indptr[i], indptr[i + 1]):
                 f = indices[l]
-                cx = c * data[l]
-                P.w[f] += cx
+                P.w[f] += c * data[l]
                 work += csc_indptr[f + 1] - csc_indptr[f]
-                for m in range(csc_indptr[f], csc_indptr[f + 1]):
-                    P.z[csc_indices[m]] += cx * csc_data[m]
+        if threads:
+            for blk in prange(team.size, num_threads=team.size, schedule="static",
+                              chunksize=1):
+                _mb_update_margins(data, indices, indptr, csc_data, csc_indices, csc_indptr,
+                                   P, nb, team.rows[blk], team.rows[blk + 1])
+        else:
+            _mb_update_margins(data, indices, indptr, csc_data, csc_indices, csc_indptr, P,
+                               nb, 0, n)
         if work > DF_POLL_WORK:
             stop = _poll(hook, ctx, &work)
             if stop != 0:
@@ -778,7 +858,8 @@ cdef void _solve(const floating* data, const index_t* indices, const index_t* in
             r = _epoch_plus(data, indices, indptr, P, opt.prob_shrink, opt.step_cap > 0.0)
         elif minibatch:
             r = _epoch_minibatch(data, indices, indptr, csc_data, csc_indices, csc_indptr, P,
-                                 opt.batch_size, opt.batch_sampling, opt.step_cap, hook, ctx)
+                                 opt.batch_size, opt.batch_sampling, opt.step_cap, team, hook,
+                                 ctx)
         else:
             r = _epoch_exact(data, indices, indptr, csc_data, csc_indices, csc_indptr, P,
                              epoch - 1, opt.step_cap, hook, ctx)

@@ -195,7 +195,7 @@ def train_adfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoc
     batch_sampling : {"alg3", "systematic"}
         How a mini-batch with marginals q is drawn: ``"alg3"``, the paper's Algorithm 3
         (corrected; a mixture of at most n sets "the top rows + a uniform subset of a tie
-        block", every b-subset of the nonzero rows possible) after an O(m log m) sort;
+        block", every b-subset of the nonzero rows possible) after an O(m) radix sort;
         ``"systematic"``, Madow's systematic sampling over a random permutation (O(m), no
         sort, the same marginals and |S| = b, which is all the convergence proof uses, but
         not every b-subset is possible).
