@@ -117,7 +117,9 @@ def _save(out, json_path):
 WIDE = [("train_svrg", 5, {}), ("train_katyusha", 5, {}), ("train_spdc", 10, {}),
         ("train_spdc", 5, {"batch_size": 8}), ("train_spdc", 5, {"batch_size": 32}),
         ("train_ada_spdc", 10, {}), ("train_df_spdc", 10, {}), ("train_adf_spdc", 10, {}),
-        ("train_dfsdca", 10, {}), ("train_adfsdca", 10, {}), ("train_sorel", 10, {}),
+        ("train_dfsdca", 10, {}), ("train_adfsdca", 10, {}),
+        ("train_adfsdca", 1, {"variant": "exact", "batch_size": 8}),
+        ("train_adfsdca", 1, {"variant": "exact", "batch_size": 64}), ("train_sorel", 10, {}),
         ("train_sorel", 5, {"batch_size": 16}), ("train_sorel", 5, {"batch_size": 64}),
         ("train_lsvrg", 10, {}), ("train_prospect", 10, {}), ("train_spectral_sgd", 30, {}),
         ("train_ppd_sg", 30, {}), ("train_ppd_adagrad", 30, {}), ("train_pga", 30, {}),
@@ -125,11 +127,14 @@ WIDE = [("train_svrg", 5, {}), ("train_katyusha", 5, {}), ("train_spdc", 10, {})
         ("train_ada_bpd", 30, {})]
 
 
-def wide(rounds=3, json_path=None):
+def wide(rounds=3, json_path=None, only=None):
+    """``only``: the WIDE entries of these solvers (names), else every one."""
     X, y = datasets.load("news20", split="train")
     losses = {s.function_name: s.losses for s in solvers().values()}
     out = []
     for name, epochs, own in WIDE:
+        if only and name not in only:
+            continue
         loss = "logistic" if "logistic" in losses[name] else losses[name][0]
         r = dict(solver=name, data="news20", setting=f"one problem, {epochs} epochs, tol 0",
                  loss=loss, settings=own, **time_solver(name, X, y, loss, rounds, tol=0.0,

@@ -199,6 +199,12 @@ def train_adfsdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epoc
         ``"systematic"``, Madow's systematic sampling over a random permutation (O(m), no
         sort, the same marginals and |S| = b, which is all the convergence proof uses, but
         not every b-subset is possible).
+    n_jobs : int or None
+        Threads, as in :func:`train_dfsdca` (the checks in blocks of rows, the steps
+        serial); with ``batch_size > 1`` also every iteration's per-row work (the residues
+        and sampling weights of every row, the margins' update through the CSC copy) by
+        the same blocks. Each row's values are computed as on one thread and the sums stay
+        serial, so the iterates are one thread's bit for bit.
 
     The other parameters (X, y, loss, lam, C, tol, max_epochs, seed, verbose, callback,
     warm_start, smoothing, check_every, sample_weight, class_weight), the weighted
