@@ -422,25 +422,29 @@ cdef inline void _mb_margins(const floating* data, const index_t* indices,
         P.z[j] = sparse_dot(data + start, indices + start, indptr[j + 1] - start, P.w)
 
 
+cdef inline double _mb_weight(const DfProblem* P, double eso, double nl2,
+                              Py_ssize_t j) noexcept nogil:
+    """u_j = sqrt(eso v_j gamma_j + n lam^2) |kappa_j| (p* of (17) with the ESO weights
+    v'_j = eso v_j; gamma_j = lam c_j Lt; nl2 = n lam^2)."""
+    return sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(P.kappa[j])
+
+
 cdef inline void _mb_residues(DfProblem* P, double eso, Py_ssize_t lo,
                               Py_ssize_t hi) noexcept nogil:
-    """For the rows j in [lo, hi): kappa_j = alpha_j + c_j phi'(z_j) and u_j =
-    sqrt(eso v_j gamma_j + n lam^2) |kappa_j| (p* of (17) with the ESO weights v'_j =
-    eso v_j; gamma_j = lam c_j Lt)."""
+    """For the rows j in [lo, hi): kappa_j = alpha_j + c_j phi'(z_j) and its weight u_j."""
     cdef Py_ssize_t j
-    cdef double nl2 = P.n * P.lam * P.lam, k
+    cdef double nl2 = P.n * P.lam * P.lam
     for j in range(lo, hi):
-        k = P.alpha[j] + _deriv(P, P.z[j], j)
-        P.kappa[j] = k
-        P.u[j] = sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(k)
+        P.kappa[j] = P.alpha[j] + _deriv(P, P.z[j], j)
+        P.u[j] = _mb_weight(P, eso, nl2, j)
 
 
 cdef inline void _mb_weights(DfProblem* P, double eso) noexcept nogil:
-    """u_j of _mb_residues for another eso, at the same residues."""
+    """Every u_j for another eso, at the same residues."""
     cdef Py_ssize_t j
     cdef double nl2 = P.n * P.lam * P.lam
     for j in range(P.n):
-        P.u[j] = sqrt(eso * P.v[j] * (P.lam * _lt(P, j)) + nl2) * fabs(P.kappa[j])
+        P.u[j] = _mb_weight(P, eso, nl2, j)
 
 
 cdef Py_ssize_t _lower_bound(const index_t* rows, Py_ssize_t a, Py_ssize_t e,
