@@ -29,7 +29,7 @@ Usage::
 
     DUALSOLVE_DATA=... python bench/threads.py [--rounds 5] [--data reuters] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --vs-liblinear
-    DUALSOLVE_DATA=... python bench/threads.py --solvers [--wide [--only train_adfsdca]]
+    DUALSOLVE_DATA=... python bench/threads.py --solvers [--wide] [--only train_adfsdca ...]
         [--rounds 3] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --newton [--C 1e4]
 """
@@ -145,7 +145,7 @@ def main(argv=None):
     ap.add_argument("--wide", action="store_true",
                     help="--solvers: one problem on news20 binary, a fixed number of epochs")
     ap.add_argument("--only", nargs="*", default=None,
-                    help="--solvers --wide: only these solvers' entries (e.g. train_adfsdca)")
+                    help="--solvers: only these solvers (e.g. train_adfsdca)")
     ap.add_argument("--newton", action="store_true",
                     help="train_newton / train_linear on one problem at a large C, n_jobs=1 "
                          "against 2, beside liblinear-multicore -s 0 -m 1 / -m 2")
@@ -175,7 +175,7 @@ def main(argv=None):
         if args.wide:
             threads_solvers.wide(args.rounds, args.json, args.only)
         else:
-            threads_solvers.main(args.rounds, args.json)
+            threads_solvers.main(args.rounds, args.json, args.only)
         return
     out = []
     for name, loss, tol in RUNS:

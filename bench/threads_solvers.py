@@ -82,12 +82,13 @@ def time_solver(name, X, y, loss, rounds, **kw):
                 round_trip_ns=trips)
 
 
-def main(rounds=3, json_path=None):
+def main(rounds=3, json_path=None, only=None):
+    """``only``: these solvers (names), else every one."""
     out = []
     losses = {s.function_name: s.losses for s in solvers().values()}
     for data, what, X, y in problems():
         for name in sorted(losses):
-            if (name in KERNEL) != (data == "spambase"):
+            if (name in KERNEL) != (data == "spambase") or (only and name not in only):
                 continue
             loss = "logistic" if "logistic" in losses[name] else losses[name][0]
             r = dict(solver=name, data=data, setting=what, loss=loss,

@@ -218,3 +218,26 @@ def test_unknown_loss_and_bad_parameter():
         losses.check_loss(3)
     with pytest.raises(ValueError, match="smooth_hinge parameter"):
         losses.check_loss("smooth_hinge", -1.0)
+
+
+@pytest.mark.parametrize("loss", ALL + ["epsilon_insensitive"])
+def test_threaded_elementwise_calls_give_the_same_values(loss):
+    """A long array in threads (each entry its own): the same bits as one thread, for
+    every entry point, broadcasting included; a short one takes one thread."""
+    g = np.random.default_rng(3)
+    n = 3 * losses._THREADS_MIN + 7
+    s = g.normal(scale=3.0, size=n)
+    y = g.normal(size=n) if loss in ("squared", "epsilon_insensitive") else np.sign(
+        g.normal(size=n))
+    lo, hi = losses.dual_bounds(loss, y)
+    a = np.clip(g.normal(size=n), lo, hi)
+    A = g.uniform(0.1, 5.0, size=n)
+    for call in (lambda t: losses.value(loss, s, y, threads=t),
+                 lambda t: losses.derivative(loss, s, y, threads=t),
+                 lambda t: losses.conjugate(loss, a, y, threads=t),
+                 lambda t: losses.dual_step(loss, y, s, a, A, threads=t),
+                 lambda t: losses.dual_step(loss, y, 0.0, a, 2.0, threads=t),
+                 lambda t: losses.value(loss, s[:100], y[:100], threads=t)):
+        one, two = call(1), call(2)
+        assert np.isfinite(one).all()
+        np.testing.assert_array_equal(two, one)

@@ -3,6 +3,8 @@
 
 Every function broadcasts its array arguments like a NumPy ufunc and returns float64.
 """
+from cython.parallel cimport prange
+
 import numpy as np
 
 LOSSES = {
@@ -80,8 +82,29 @@ cdef enum:
     _CURV = 4
 
 
-def _elementwise(int op, loss, param, *arrays):
-    """Broadcast the arrays and apply one table entry per element."""
+#: an elementwise call on this many entries or more may run in threads (each entry is its
+#: own: the same values for any count): 4096 loss values are tens of microseconds, a
+#: parallel region's start and join about one (parallel.region_cost)
+_THREADS_MIN = 4096
+
+
+cdef inline double _apply(int op, const Loss* L, double u, double v, double p,
+                          double q) noexcept nogil:
+    if op == _VALUE:
+        return loss_value(L, u, v)
+    if op == _DERIV:
+        return loss_deriv(L, u, v)
+    if op == _CONJ:
+        return loss_conj(L, u, v)
+    if op == _CURV:
+        return loss_curvature(L, u, v)
+    return loss_dual_step(L, u, v, p, q)
+
+
+def _elementwise(int op, loss, param, *arrays, int threads=1):
+    """Broadcast the arrays and apply one table entry per element, without the GIL (the
+    batch primal-dual solvers spend most of an iteration here, and one-vs-rest runs their
+    classes in threads), in ``threads`` threads from _THREADS_MIN entries."""
     cdef Loss L = _checked(loss, param)
     cols = [np.ascontiguousarray(a).reshape(-1)
             for a in np.broadcast_arrays(*[np.asarray(a, dtype=np.float64) for a in arrays])]
@@ -92,30 +115,26 @@ def _elementwise(int op, loss, param, *arrays):
     cdef const double[:] v = cols[1]
     cdef const double[:] p = cols[2] if op == _STEP else cols[0]
     cdef const double[:] q = cols[3] if op == _STEP else cols[0]
-    cdef Py_ssize_t k
-    for k in range(o.shape[0]):
-        if op == _VALUE:
-            o[k] = loss_value(&L, u[k], v[k])
-        elif op == _DERIV:
-            o[k] = loss_deriv(&L, u[k], v[k])
-        elif op == _CONJ:
-            o[k] = loss_conj(&L, u[k], v[k])
-        elif op == _CURV:
-            o[k] = loss_curvature(&L, u[k], v[k])
-        else:
-            o[k] = loss_dual_step(&L, u[k], v[k], p[k], q[k])
+    cdef Py_ssize_t k, n = o.shape[0]
+    if threads > 1 and n >= _THREADS_MIN:
+        for k in prange(n, nogil=True, num_threads=threads, schedule="static"):
+            o[k] = _apply(op, &L, u[k], v[k], p[k], q[k])
+    else:
+        with nogil:
+            for k in range(n):
+                o[k] = _apply(op, &L, u[k], v[k], p[k], q[k])
     return out.reshape(shape)
 
 
-def value(loss, s, y, param=None):
-    """phi(s; y) elementwise."""
-    return _elementwise(_VALUE, loss, param, s, y)
+def value(loss, s, y, param=None, threads=1):
+    """phi(s; y) elementwise (``threads``: how many may share a long array)."""
+    return _elementwise(_VALUE, loss, param, s, y, threads=threads)
 
 
-def derivative(loss, s, y, param=None):
+def derivative(loss, s, y, param=None, threads=1):
     """d phi(s; y) / ds elementwise (hinge: the subgradient -c1 [s < 1] + c2 [s > -1];
     epsilon-insensitive: sign(s - y) [|s - y| > eps])."""
-    return _elementwise(_DERIV, loss, param, s, y)
+    return _elementwise(_DERIV, loss, param, s, y, threads=threads)
 
 
 def curvature(loss, s, y, param=None):
@@ -124,14 +143,14 @@ def curvature(loss, s, y, param=None):
     return _elementwise(_CURV, loss, param, s, y)
 
 
-def conjugate(loss, a, y, param=None):
+def conjugate(loss, a, y, param=None, threads=1):
     """h(a; y) = phi*(-a; y) elementwise (+inf outside the domain)."""
-    return _elementwise(_CONJ, loss, param, a, y)
+    return _elementwise(_CONJ, loss, param, a, y, threads=threads)
 
 
-def dual_step(loss, y, z, a0, A, param=None):
+def dual_step(loss, y, z, a0, A, param=None, threads=1):
     """argmin_a h(a; y) + z (a - a0) + (A/2)(a - a0)^2, elementwise (the exact SDCA step)."""
-    return _elementwise(_STEP, loss, param, y, z, a0, A)
+    return _elementwise(_STEP, loss, param, y, z, a0, A, threads=threads)
 
 
 def dual_bounds(loss, y, param=None):

@@ -136,6 +136,8 @@ class _Problem:
         self.rows = _csr.RowPasses(A, threads) if threads > 1 else None
         if self.rows is not None and self.rows.threads == 1:
             self.rows = None
+        # and the elementwise loss terms, each entry its own (the same values)
+        self.threads = 1 if self.rows is None else self.rows.threads
         self.n, self.d = A.shape
         self.b = b
         self.loss, self.param = loss, param
@@ -176,17 +178,18 @@ class _Problem:
 
     # phi and its conjugate, elementwise (the loss table; h(a) = phi*(-a))
     def phi(self, z):
-        return _losses.value(self.loss, z, self.b, self.param)
+        return _losses.value(self.loss, z, self.b, self.param, self.threads)
 
     def dphi(self, z):
-        return _losses.derivative(self.loss, z, self.b, self.param)
+        return _losses.derivative(self.loss, z, self.b, self.param, self.threads)
 
     def phi_conj(self, y):
-        return _losses.conjugate(self.loss, -y, self.b, self.param)
+        return _losses.conjugate(self.loss, -y, self.b, self.param, self.threads)
 
     def dual_prox(self, v, s):
         """prox_{s phi*}(v) elementwise: -dual_step(loss, b, 0, -v, 1/s)."""
-        return -_losses.dual_step(self.loss, self.b, 0.0, -v, 1.0 / s, self.param)
+        return -_losses.dual_step(self.loss, self.b, 0.0, -v, 1.0 / s, self.param,
+                                  self.threads)
 
     def prox_g(self, v, tau):
         """prox of tau g, g = (lam/2)||.||^2 + l1 ||.||_1: S(v, tau l1) / (1 + tau lam)."""
