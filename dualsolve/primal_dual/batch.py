@@ -648,8 +648,9 @@ def train_bpd(X, y, *, loss="squared", lam=None, C=None, tol=1e-6, max_epochs=50
         classes run side by side, the same model as with ``n_jobs=1``, bit for bit. On
         one problem (X of 2^18 nonzeros or more) an iteration's two products run in
         ``n_jobs`` threads (``X @ x`` by rows, ``X.T @ v`` in blocks of rows, each block
-        summing into its own copy of a vector of n_features), the rest in NumPy; the same
-        ``n_jobs`` gives the same model bit for bit.
+        summing into its own copy of a vector of n_features), and so do the rows' loss
+        terms (the dual prox, each row its own), the rest in NumPy; the same ``n_jobs``
+        gives the same model bit for bit.
     sample_weight, class_weight
         Row weights ``c_i`` (see below).
 {returns}"""
