@@ -98,7 +98,12 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
         split between its two coordinates by sign).
     n_jobs : int or None
         Threads (default 1, -1 every core; ``docs/api.md``, "Threads"): one-vs-rest
-        classes run side by side, the same model as with ``n_jobs=1``, bit for bit.
+        classes run side by side, the same model as with ``n_jobs=1``, bit for bit. One
+        problem whose Gram matrix is kept dense (it fits ``max_gram_mb``): its kernel
+        values (an RBF kernel's exponentials) row by row in ``n_jobs`` threads, the same
+        matrix for any count (columns computed on demand: one thread); the products under
+        them are NumPy's BLAS (its own thread pool, which ``n_jobs`` does not set: hold it
+        with ``threadpoolctl.threadpool_limits``) or scipy's, and the SDCA steps are serial.
     cache_size : float
         MB of kernel-column cache when the Gram matrix does not fit ``max_gram_mb``.
     gram_dtype : {"auto", "float64", "float32"}
