@@ -13,6 +13,7 @@ the contract test and the table of ``docs/api.md``.
 """
 import os
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -108,6 +109,9 @@ class Problem:
     n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
     stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
                                 # this solve runs beside others (one-vs-rest in threads)
+    shared: object = None       # a SharedBuild when this solve is one class of one-vs-rest:
+                                # what every class would build alike (the kernel solvers'
+                                # dense Gram)
 
     @property
     def n(self):
@@ -116,6 +120,28 @@ class Problem:
     @property
     def d(self):
         return self.X.shape[1]
+
+
+class SharedBuild:
+    """Values that the sub-problems of one fit (one-vs-rest's classes) would each build
+    alike, built by the first to ask and kept for the fit; a lock makes the others wait
+    for it (classes in threads), so a build may use the fit's ``threads``."""
+
+    def __init__(self, threads=1):
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._values = {}
+
+    def get(self, key, build, keep=lambda value: True):
+        """The value under ``key``, from ``build()`` the first time; a value that
+        ``keep`` refuses (e.g. one with state of its own) is returned but not kept."""
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            value = build()
+            if keep(value):
+                self._values[key] = value
+            return value
 
 
 @dataclass

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from ._driver import SharedBuild
 from ._monitor import StopRequest
 from ._threads import side_by_side
 from .model import Model
@@ -40,11 +41,13 @@ def fit_one_vs_rest(solver, p, options, run):
     # the classes' own stop request in threads; else the one of solves beside this fit
     # (cross_validate's folds in threads), if any
     stop = StopRequest() if workers > 1 else p.stop
+    # what every class would build alike (the kernel solvers' Gram), built once
+    shared = SharedBuild(p.n_jobs)
     subs = [dataclasses.replace(
         p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]), codes=None,
         warm_start=starts[c], callback=_for_class(p.callback, c),
         label=f" (class {_label(p.classes[c])!r} vs rest)",
-        n_jobs=1 if workers > 1 else p.n_jobs, stop=stop) for c in range(k)]
+        n_jobs=1 if workers > 1 else p.n_jobs, stop=stop, shared=shared) for c in range(k)]
     if workers > 1:
         model = _in_threads(solver, subs, options, run, workers, p)
         model.params["n_jobs"] = p.n_jobs

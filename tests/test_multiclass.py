@@ -88,6 +88,38 @@ def test_kernel_models_go_one_vs_rest(kw, three_classes, tmp_path):
     assert np.mean(m.predict(X) == y) > 0.6
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize("train,kw,builds", [
+    ("train_mixup_sdca", dict(kernel="rbf"), 1),          # the classes share the points
+    ("train_kernel_sgd", dict(kernel="poly"), 1),
+    ("train_mixup_sdca", dict(kernel="rbf", n_mix=100), 3),   # a mixup plan per class
+    ("train_mixup_sdca", dict(kernel="rbf", gram_dtype="float32"), 3),  # a column buffer
+    ("train_mixup_sdca", dict(kernel="rbf", max_gram_mb=0.01), 3)])     # a column cache
+def test_one_vs_rest_builds_a_shared_gram_once(train, kw, builds, n_jobs, three_classes,
+                                               monkeypatch):
+    """Without a mixup plan every class has the same points: one dense float64 Gram serves
+    them all (read in place); sources with state of their own are built per class. The
+    model is the same as with a Gram per class (each class's binary solve)."""
+    import dualsolve.mixup.api as mixup_api
+    made = []
+    make = mixup_api._kernels.make_column_source
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(mixup_api._kernels, "make_column_source", counted)
+    X, y = three_classes
+    fit = getattr(ds, train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.ConvergenceWarning)
+        m = fit(X, y, max_epochs=20, seed=1, n_jobs=n_jobs, **kw)
+        assert len(made) == builds
+        label = m.classes[1]
+        b = fit(X, np.where(y == label, 1, -1), max_epochs=20, seed=1, **kw)
+    np.testing.assert_array_equal(m.dual[:, 1], b.dual)
+
+
 def test_callback_sees_the_class_and_stops_the_fit(three_classes):
     X, y = three_classes
     seen = []

@@ -50,7 +50,9 @@ def train_mixup_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_e
     X : sparse matrix/array (n_orig, n_features), or (n, n) kernel matrix for "precomputed"
     y : array (n_orig,)
         Two classes (any two values, mapped to -1/+1; the larger value is +1). With
-        ``soft_labels=True``: soft labels in [-1, 1], used as they are.
+        ``soft_labels=True``: soft labels in [-1, 1], used as they are. More classes:
+        one-vs-rest (``dualsolve.multiclass``); without mixup (``n_mix=0``) every class
+        has the same points, and a dense float64 Gram matrix is built once for all.
     loss : {"logistic", "smooth_hinge", "squared_hinge", "hinge", "squared"}
         phi0 of the table in ``dualsolve._core.losses``: log(1+e^-s) (the paper's BCE); the
         smoothed hinge of width ``smoothing`` (default 0.5); max(0, 1-s)^2 (liblinear's L2
@@ -199,12 +201,26 @@ class _Augmented:
         gamma = "auto" if o["kernel_gamma"] is None else o["kernel_gamma"]
         return _kernels.make_kernel(self.kernel, gamma, o["coef0"], o["degree"], X=self.X_orig)
 
-    def column_source(self, o, spec, threads=1):
-        return _kernels.make_column_source(
-            self.X_orig, self.plan, spec,
-            precomputed=self.K if self.kernel == "precomputed" else None,
-            gram_dtype=_gram_dtype(o["gram_dtype"], self.n, o["max_gram_mb"]),
-            max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"], threads=threads)
+    def column_source(self, o, spec, threads=1, shared=None):
+        """The kernel's columns. ``shared`` (one-vs-rest's classes, dualsolve._driver's
+        SharedBuild): without a mixup plan every class has the same points, so a dense
+        float64 Gram is built once for all of them (its columns are read in place; a
+        float32 Gram's go through a buffer of its own and a column cache has state: those
+        each class builds)."""
+        def build(n_threads):
+            return _kernels.make_column_source(
+                self.X_orig, self.plan, spec,
+                precomputed=self.K if self.kernel == "precomputed" else None,
+                gram_dtype=_gram_dtype(o["gram_dtype"], self.n, o["max_gram_mb"]),
+                max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"], threads=n_threads)
+
+        if shared is None or self.plan is not None or self.kernel == "precomputed":
+            return build(threads)
+        key = ("gram", tuple(spec), o["gram_dtype"], o["max_gram_mb"], o["cache_size"])
+        # the fit's threads: the other classes wait for this build
+        return shared.get(key, lambda: build(max(threads, shared.threads)),
+                          keep=lambda src: isinstance(src, _kernels.DenseGram)
+                          and src.matrix.dtype == np.float64)
 
     def kernel_model(self, p, o, spec, dual, lam):
         """Result arguments for a KernelModel over these points."""
@@ -271,7 +287,7 @@ def _mixup_engine(p, o, mon):
         model = dict(coef=w)
     else:
         spec = pts.kernel_params(o)
-        src = pts.column_source(o, spec, p.n_jobs)
+        src = pts.column_source(o, spec, p.n_jobs, p.shared)
         status, n_epochs, primal, dual, gap, p0, beta = _kernel_sdca.kernel_sdca(
             src, y_coord, p.loss, p.loss_param, p.lam, alpha, p.tol, p.max_epochs, check,
             SAMPLING[o["sampling"]], p.seed, mon, point=point, weight=weight, **step)
@@ -347,7 +363,7 @@ def _sgd_engine(p, o, mon):
     pts = _Augmented(p, o, materialize=False)
     n = pts.n
     spec = pts.kernel_params(o)
-    src = pts.column_source(o, spec, p.n_jobs)
+    src = pts.column_source(o, spec, p.n_jobs, p.shared)
     step = o["step"]
     if step is None:
         k_max = float(np.max(src.diagonal)) if n else 1.0
