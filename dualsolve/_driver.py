@@ -109,9 +109,9 @@ class Problem:
     n_jobs: int = 1             # threads this solve may use (dualsolve._threads)
     stop: object = None         # a shared stop request (dualsolve._monitor.StopRequest) when
                                 # this solve runs beside others (one-vs-rest in threads)
-    shared: object = None       # a SharedBuild when this solve is one class of one-vs-rest:
-                                # what every class would build alike (the kernel solvers'
-                                # dense Gram)
+    shared: object = None       # a SharedBuild when this solve is one of several on the
+                                # same points (one-vs-rest's classes, a path's solves): what
+                                # each would build alike (the kernel solvers' dense Gram)
 
     @property
     def n(self):
@@ -123,9 +123,10 @@ class Problem:
 
 
 class SharedBuild:
-    """Values that the sub-problems of one fit (one-vs-rest's classes) would each build
-    alike, built by the first to ask and kept for the fit; a lock makes the others wait
-    for it (classes in threads), so a build may use the fit's ``threads``."""
+    """Values that the solves on one set of points (one-vs-rest's classes, a
+    regularization path's solves) would each build alike, built by the first to ask and
+    kept while they run; a lock makes the others wait for it (classes in threads), so a
+    build may use the fit's ``threads``."""
 
     def __init__(self, threads=1):
         self.threads = threads

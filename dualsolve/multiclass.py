@@ -41,8 +41,9 @@ def fit_one_vs_rest(solver, p, options, run):
     # the classes' own stop request in threads; else the one of solves beside this fit
     # (cross_validate's folds in threads), if any
     stop = StopRequest() if workers > 1 else p.stop
-    # what every class would build alike (the kernel solvers' Gram), built once
-    shared = SharedBuild(p.n_jobs)
+    # what every class would build alike (the kernel solvers' Gram), built once (a path's
+    # own, when this fit is one of its solves)
+    shared = p.shared if p.shared is not None else SharedBuild(p.n_jobs)
     subs = [dataclasses.replace(
         p, y=np.where(p.codes == c, 1.0, -1.0), classes=np.array([-1.0, 1.0]), codes=None,
         warm_start=starts[c], callback=_for_class(p.callback, c),

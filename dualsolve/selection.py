@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._driver import COMMON, prepare, solve, solvers
+from ._driver import COMMON, SharedBuild, prepare, solve, solvers
 from ._monitor import StopRequest
 from ._params import validate
 from ._threads import effective_n_jobs, side_by_side
@@ -122,6 +122,8 @@ def _path_steps(train, solver, X, y, grid, params, beside=None):
     order = np.argsort(-strength, kind="stable")
     # validate X, y and the options once, then solve along the grid (each solve certified)
     p, options = _prepared(train, solver, X, y, params, beside, **{key: float(arr[order[0]])})
+    # what every solve of the path would build alike (a kernel solver's Gram: lam-free)
+    p = dataclasses.replace(p, shared=SharedBuild(p.n_jobs))
     n_lam = solver.samples(p.n, options) if solver.samples else p.n
     done = []
     for i in order:

@@ -246,6 +246,41 @@ def test_path_works_for_a_primal_dual_solver(heart):
     assert all(m.converged for m in models)
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_a_kernel_path_builds_its_gram_once(classes, heart, monkeypatch):
+    """The Gram does not depend on lam: a path's solves (and one-vs-rest's classes in
+    them) read one dense matrix, and each solve is the one it was with its own."""
+    import dualsolve.mixup.api as mixup_api
+    made = []
+    make = mixup_api._kernels.make_column_source
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return make(*args, **kwargs)
+
+    X, y = heart
+    if classes == 3:
+        y = np.where(np.asarray(X[:, 0].todense()).ravel() > 0.3, 2, y)
+    Cs = [0.1, 1.0, 10.0]
+    cold = [ds.train_mixup_sdca(X, y, kernel="rbf", C=C, tol=1e-6) for C in Cs]
+    monkeypatch.setattr(mixup_api._kernels, "make_column_source", counted)
+    path = regularization_path(ds.train_mixup_sdca, X, y, Cs=Cs, kernel="rbf", tol=1e-6)
+    assert len(made) == 1
+    for a, b in zip(path, cold):           # both certified at 1e-6: the same objectives
+        assert a.converged and b.converged
+        assert a.params["lam"] == b.params["lam"]
+        np.testing.assert_allclose(_final_primals(a), _final_primals(b), rtol=2e-6)
+
+
+def _final_primals(model):
+    """The last checked primal value of each class (one for a binary model)."""
+    h = model.history
+    h = h[np.isfinite(h["primal"])]
+    if "class" not in h.dtype.names:
+        return h["primal"][-1:]
+    return np.array([h["primal"][h["class"] == c][-1] for c in np.unique(h["class"])])
+
+
 def test_folds_are_stratified_and_reproducible():
     y = np.array([0] * 50 + [1] * 30 + [2] * 20)
     f = _folds(y, 5, seed=3, stratified=True)

@@ -202,11 +202,11 @@ class _Augmented:
         return _kernels.make_kernel(self.kernel, gamma, o["coef0"], o["degree"], X=self.X_orig)
 
     def column_source(self, o, spec, threads=1, shared=None):
-        """The kernel's columns. ``shared`` (one-vs-rest's classes, dualsolve._driver's
-        SharedBuild): without a mixup plan every class has the same points, so a dense
-        float64 Gram is built once for all of them (its columns are read in place; a
-        float32 Gram's go through a buffer of its own and a column cache has state: those
-        each class builds)."""
+        """The kernel's columns. ``shared`` (dualsolve._driver's SharedBuild: one-vs-rest's
+        classes, a regularization path's solves): without a mixup plan they all have the
+        same points, so a dense float64 Gram is built once for all of them (its columns
+        are read in place; a float32 Gram's go through a buffer of its own and a column
+        cache has state: those each solve builds)."""
         def build(n_threads):
             return _kernels.make_column_source(
                 self.X_orig, self.plan, spec,
