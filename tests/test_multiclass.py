@@ -94,7 +94,8 @@ def test_kernel_models_go_one_vs_rest(kw, three_classes, tmp_path):
     ("train_kernel_sgd", dict(kernel="poly"), 1),
     ("train_mixup_sdca", dict(kernel="rbf", n_mix=100), 3),   # a mixup plan per class
     ("train_mixup_sdca", dict(kernel="rbf", gram_dtype="float32"), 3),  # a column buffer
-    ("train_mixup_sdca", dict(kernel="rbf", max_gram_mb=0.01), 3)])     # a column cache
+    ("train_mixup_sdca", dict(kernel="rbf", max_gram_mb=0.01), 3),      # a column cache
+    ("train_mixup_sdca", dict(kernel="precomputed"), 1)])    # made dense and checked once
 def test_one_vs_rest_builds_a_shared_gram_once(train, kw, builds, n_jobs, three_classes,
                                                monkeypatch):
     """Without a mixup plan every class has the same points: one dense float64 Gram serves
@@ -110,6 +111,8 @@ def test_one_vs_rest_builds_a_shared_gram_once(train, kw, builds, n_jobs, three_
 
     monkeypatch.setattr(mixup_api._kernels, "make_column_source", counted)
     X, y = three_classes
+    if kw["kernel"] == "precomputed":
+        X = _rbf(X)
     fit = getattr(ds, train)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.ConvergenceWarning)
@@ -118,6 +121,13 @@ def test_one_vs_rest_builds_a_shared_gram_once(train, kw, builds, n_jobs, three_
         label = m.classes[1]
         b = fit(X, np.where(y == label, 1, -1), max_epochs=20, seed=1, **kw)
     np.testing.assert_array_equal(m.dual[:, 1], b.dual)
+
+
+def _rbf(X, gamma=0.5):
+    """exp(-gamma ||x_i - x_j||^2), dense."""
+    D = X.toarray()
+    sq = (D * D).sum(axis=1)
+    return np.exp(-gamma * np.maximum(sq[:, None] + sq[None, :] - 2.0 * D @ D.T, 0.0))
 
 
 def test_callback_sees_the_class_and_stops_the_fit(three_classes):

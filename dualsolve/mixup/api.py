@@ -182,7 +182,7 @@ class _Augmented:
                 raise ValueError(f"X must be the square kernel matrix of the training points "
                                  f"for kernel='precomputed'; got shape {p.X.shape}")
             self.X_orig, self.plan, self.X_aug = None, None, None
-            self.K = p.X.source.toarray()
+            self.K = p.X.source            # made dense by column_source, when it is needed
             self.y = p.y
             return
         self.X_orig = p.X.source
@@ -204,22 +204,23 @@ class _Augmented:
     def column_source(self, o, spec, threads=1, shared=None):
         """The kernel's columns. ``shared`` (dualsolve._driver's SharedBuild: one-vs-rest's
         classes, a regularization path's solves): without a mixup plan they all have the
-        same points, so a dense float64 Gram is built once for all of them (its columns
-        are read in place; a float32 Gram's go through a buffer of its own and a column
-        cache has state: those each solve builds)."""
+        same points, so a dense float64 Gram (computed, or the precomputed one made dense
+        and checked) is built once for all of them (its columns are read in place; a
+        float32 Gram's go through a buffer of its own and a column cache has state: those
+        each solve builds)."""
         def build(n_threads):
             return _kernels.make_column_source(
                 self.X_orig, self.plan, spec,
-                precomputed=self.K if self.kernel == "precomputed" else None,
+                precomputed=self.K.toarray() if self.kernel == "precomputed" else None,
                 gram_dtype=_gram_dtype(o["gram_dtype"], self.n, o["max_gram_mb"]),
                 max_gram_mb=o["max_gram_mb"], cache_size=o["cache_size"], threads=n_threads)
 
-        if shared is None or self.plan is not None or self.kernel == "precomputed":
+        if shared is None or self.plan is not None:
             return build(threads)
         key = ("gram", tuple(spec), o["gram_dtype"], o["max_gram_mb"], o["cache_size"])
         # the fit's threads: the other classes wait for this build
         return shared.get(key, lambda: build(max(threads, shared.threads)),
-                          keep=lambda src: isinstance(src, _kernels.DenseGram)
+                          keep=lambda src: isinstance(src, _kernels.StoredGram)
                           and src.matrix.dtype == np.float64)
 
     def kernel_model(self, p, o, spec, dual, lam):
