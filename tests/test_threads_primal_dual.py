@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dualsolve as ds
-from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
+from test_threads import _blocks, _fingerprint, _row_weights, _sparse_problem, _team_of_one
 
 # 300,000 nonzeros (over the blocks' 2^18), 15 rows a feature: the blocks' sums of a
 # feature's rows differ from one thread's order
@@ -24,9 +24,7 @@ def _one_and_two_threads(train, weighted, problem, max_epochs, seed):
     X, y = problem
     kw = dict(loss="logistic", tol=1e-9, max_epochs=max_epochs)
     if weighted:
-        weight = np.random.default_rng(seed).random(N) * 2.0
-        weight[::5] = 0.0
-        kw["sample_weight"] = weight
+        kw["sample_weight"] = _row_weights(N, seed, 5)
     one = train(X, y, **kw)
     runs = [train(X, y, n_jobs=2, **kw) for _ in range(2)]
     two = runs[0]
@@ -138,20 +136,18 @@ def test_spdc_batches_in_threads_are_the_serial_batch_steps(train, kw, problem):
     features caught up and stepped by ranges of features (each feature's sums and step in
     the batch's order), its dual steps by rows. The same bits as the batch stepped on one
     thread (the threshold out of reach), with the same n_jobs for the evaluations."""
-    from dualsolve.primal_dual import _spdc
+    from dualsolve._core import parallel
     X, y = problem
     kw = dict(kw)
     if kw.pop("weighted", False):
-        weight = np.random.default_rng(6).random(N) * 2.0
-        weight[::5] = 0.0
-        kw["sample_weight"] = weight
+        kw["sample_weight"] = _row_weights(N, 6, 5)
     kw.update(batch_size=512, max_epochs=6, tol=0.0, n_jobs=2)
     threaded = train(X, y, **kw)
-    old = _spdc._batch_min_nnz(10**15)
+    old = parallel._batch_min_nnz(10**15)
     try:
         serial = train(X, y, **kw)
     finally:
-        _spdc._batch_min_nnz(old)
+        parallel._batch_min_nnz(old)
     assert _fingerprint(threaded) == _fingerprint(serial)
     np.testing.assert_array_equal(threaded.history["primal"], serial.history["primal"])
     np.testing.assert_array_equal(threaded.dual, serial.dual)

@@ -84,17 +84,17 @@ def test_sorel_batches_in_threads_are_the_serial_batch_steps(problem):
     features caught up and stepped by ranges of features (each feature's updates in the
     batch's order), its margins by rows. The same bits as the batch stepped on one thread
     (the threshold out of reach), with the same n_jobs for the anchor's blocks."""
-    from dualsolve.spectral import _sorel
+    from dualsolve._core import parallel
     X, y = problem
     kw = dict(loss="logistic", batch_size=512, max_epochs=8, tol=0.0, n_jobs=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.ConvergenceWarning)
         threaded = ds.train_sorel(X, y, **kw)
-        old = _sorel._batch_min_nnz(10**15)
+        old = parallel._batch_min_nnz(10**15)
         try:
             serial = ds.train_sorel(X, y, **kw)
         finally:
-            _sorel._batch_min_nnz(old)
+            parallel._batch_min_nnz(old)
         one = ds.train_sorel(X, y, **dict(kw, n_jobs=1))
     assert _fingerprint(threaded) == _fingerprint(serial)
     np.testing.assert_array_equal(threaded.history["primal"], serial.history["primal"])

@@ -13,8 +13,28 @@ from libc.math cimport NAN
 from libc.stdint cimport uintptr_t
 from libc.stdlib cimport malloc, free
 
+from dualsolve._core.blocks cimport BATCH_MIN_NNZ
 from dualsolve._core.openmp cimport DS_HAVE_OPENMP, DS_MAX_THREADS, DS_TEAM_SIZE, DS_WTIME
 from dualsolve._core.spsc cimport DS_LOAD_ACQUIRE, DS_STORE_RELEASE, DS_CPU_RELAX
+
+
+#: a mini-batch of at least this many nonzeros (its mean) may step in threads (SOREL's and
+#: SPDC's batches; _core/blocks.pxd has the default)
+cdef Py_ssize_t _batch_min_nnz_value = BATCH_MIN_NNZ
+
+
+cdef Py_ssize_t batch_min_nnz() noexcept nogil:
+    return _batch_min_nnz_value
+
+
+def _batch_min_nnz(value=None):
+    """The mini-batch threshold (tests set it out of reach to compare a batch stepped in
+    threads with the serial one); returns the value before the call."""
+    global _batch_min_nnz_value
+    old = _batch_min_nnz_value
+    if value is not None:
+        _batch_min_nnz_value = int(value)
+    return old
 
 
 def openmp_enabled():

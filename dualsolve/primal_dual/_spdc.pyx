@@ -41,7 +41,7 @@ import numpy as np
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free, blocks_add_copies)
-from dualsolve._core.blocks cimport BATCH_MIN_NNZ as BLOCKS_BATCH_MIN_NNZ
+from dualsolve._core.parallel cimport batch_min_nnz
 from dualsolve._core.blocks cimport (BatchClock, batch_clock_epoch, batch_clock_threads,
                                      batch_clock_done)
 from dualsolve._core.hooks cimport python_hook
@@ -341,20 +341,6 @@ cdef inline void _feature_step(SpdcFeature* f, double* acc, int64_t t, double in
     f.u += a * inv_n
 
 
-#: a batch of at least this many nonzeros (its mean) steps in threads (_core/blocks.pxd)
-cdef Py_ssize_t BATCH_MIN_NNZ = BLOCKS_BATCH_MIN_NNZ
-
-
-def _batch_min_nnz(value=None):
-    """BATCH_MIN_NNZ (tests set it out of reach to compare a batch stepped in threads with
-    the serial one); returns the value before the call."""
-    global BATCH_MIN_NNZ
-    old = BATCH_MIN_NNZ
-    if value is not None:
-        BATCH_MIN_NNZ = int(value)
-    return old
-
-
 cdef void _batch_in_threads(const floating* data, const index_t* indices,
                             const index_t* indptr, SpdcProblem* P, LazyParams L, Loss loss,
                             const Py_ssize_t* rows, Py_ssize_t mk, int64_t t, double* dyb,
@@ -438,9 +424,9 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
                        Py_ssize_t total, double* dyb, reg_t* tag, const Blocks* team,
                        BatchClock* clock) noexcept nogil:
     """Mini-batch steps: rows order[offset + s : offset + s + m] form one iteration (the last
-    batch of a permutation may be shorter). A batch of BATCH_MIN_NNZ nonzeros or more (m
-    times the mean row) may step in the team's threads (_batch_in_threads: the same bits),
-    as the clock says."""
+    batch of a permutation may be shorter). A batch of batch_min_nnz() nonzeros or more
+    (1,024; m times the mean row) may step in the team's threads (_batch_in_threads: the
+    same bits), as the clock says."""
     cdef SpdcFeature* feat = P.feat
     cdef SpdcFeature* f
     cdef double* y = P.y
@@ -459,7 +445,7 @@ cdef void _steps_batch(const floating* data, const index_t* indices, const index
     cdef Py_ssize_t tb = 1
     cdef double batch_nnz
     if (team.size > 1 and P.trace == NULL
-            and <double>m * <double>indptr[P.n] / <double>P.n >= BATCH_MIN_NNZ):
+            and <double>m * <double>indptr[P.n] / <double>P.n >= batch_min_nnz()):
         tb = team.size
     start = 0
     while start < total:

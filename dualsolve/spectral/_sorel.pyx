@@ -29,7 +29,7 @@ from libc.string cimport memcpy, memset
 
 from dualsolve._core.blocks cimport (Blocks, BLOCKS_MIN_NNZ, blocks_init, blocks_own,
                                      blocks_free, blocks_add_copies)
-from dualsolve._core.blocks cimport BATCH_MIN_NNZ as BLOCKS_BATCH_MIN_NNZ
+from dualsolve._core.parallel cimport batch_min_nnz
 from dualsolve._core.blocks cimport (BatchClock, batch_clock_epoch, batch_clock_threads,
                                      batch_clock_done)
 from dualsolve._core.buffers cimport intp_out
@@ -48,20 +48,6 @@ from dualsolve._core.isotonic cimport argsort_stable, project_permutahedron
 #: the hook is polled (epoch = -1) once every POLL_MASK + 1 batches of an epoch
 cdef enum:
     POLL_MASK = 4095
-
-#: a batch of at least this many nonzeros (its mean) steps in threads (_core/blocks.pxd)
-cdef Py_ssize_t BATCH_MIN_NNZ = BLOCKS_BATCH_MIN_NNZ
-
-
-def _batch_min_nnz(value=None):
-    """BATCH_MIN_NNZ (tests set it out of reach to compare a batch stepped in threads with
-    the serial one); returns the value before the call."""
-    global BATCH_MIN_NNZ
-    old = BATCH_MIN_NNZ
-    if value is not None:
-        BATCH_MIN_NNZ = int(value)
-    return old
-
 
 cdef SorelOptions sorel_default_options() noexcept nogil:
     cdef SorelOptions o
@@ -387,8 +373,8 @@ cdef int sorel_run(const floating* data, const index_t* indices, const index_t* 
         res.primal = res.dual = res.gap = res.f0 = NAN
         res.status = STATUS_NO_MEMORY
         return res.status
-    # a batch of BATCH_MIN_NNZ nonzeros or more may step in the team's threads (the clock)
-    tb = team.size if <double>b * <double>indptr[n] / <double>n >= BATCH_MIN_NNZ else 1
+    # a batch of batch_min_nnz() nonzeros or more may step in the team's threads (the clock)
+    tb = team.size if <double>b * <double>indptr[n] / <double>n >= batch_min_nnz() else 1
     norm_hist[0] = norm_hist[1] = norm_hist[2] = norm_hist[3] = 0.0
     memset(P.s_prev, 0, n * sizeof(double))
     res.status = STATUS_MAX_EPOCHS
