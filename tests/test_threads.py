@@ -220,6 +220,13 @@ def _sparse_problem(n, d, seed=0, per_row=15):
     return X, y
 
 
+def _row_weights(n, seed, zero_every, scale=2.0):
+    """Random row weights in [0, scale), every ``zero_every``-th row 0 (rows never drawn)."""
+    weight = np.random.default_rng(seed).random(n) * scale
+    weight[::zero_every] = 0.0
+    return weight
+
+
 def _int32_problem(n, d, seed=0):
     """_sparse_problem with int32 indices (the embed tests' cimported loops take those)."""
     X, y = _sparse_problem(n, d, seed)

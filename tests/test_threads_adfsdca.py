@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dualsolve as ds
-from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
+from test_threads import _blocks, _fingerprint, _row_weights, _sparse_problem, _team_of_one
 
 N, D = 20000, 20_000            # 300,000 nonzeros: over the blocks' 2^18
 
@@ -23,9 +23,7 @@ def test_checks_in_threads_reach_the_certified_optimum_of_one(train, kw, problem
     X, y = problem
     kw = dict(kw)
     if kw.pop("weighted", False):
-        weight = np.random.default_rng(5).random(N) * 2.0
-        weight[::6] = 0.0
-        kw["sample_weight"] = weight
+        kw["sample_weight"] = _row_weights(N, 5, 6)
     one = train(X, y, tol=1e-9, **kw)
     runs = [train(X, y, tol=1e-9, n_jobs=2, **kw) for _ in range(2)]
     two = runs[0]
@@ -40,12 +38,6 @@ def test_checks_in_threads_reach_the_certified_optimum_of_one(train, kw, problem
     assert _fingerprint(runs[1]) == _fingerprint(two)
 
 
-def _weights():
-    weight = np.random.default_rng(5).random(N) * 2.0
-    weight[::6] = 0.0                   # rows never drawn: their dalpha stays 0
-    return weight
-
-
 @pytest.mark.parametrize("batch_size,sampling", [(8, "alg3"), (64, "systematic"),
                                                  (500, "alg3")])
 @pytest.mark.parametrize("weighted", [False, True])
@@ -56,7 +48,7 @@ def test_minibatches_in_threads_are_one_threads_iterates(batch_size, sampling, w
     X, y = problem
     kw = dict(loss="logistic", variant="exact", batch_size=batch_size,
               batch_sampling=sampling, tol=0.0, max_epochs=1,
-              sample_weight=_weights() if weighted else None)
+              sample_weight=_row_weights(N, 5, 6) if weighted else None)
     one = ds.train_adfsdca(X, y, **kw)             # tol = 0: the whole budget
     two = ds.train_adfsdca(X, y, n_jobs=2, **kw)
     np.testing.assert_array_equal(two.coef, one.coef)

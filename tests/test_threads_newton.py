@@ -8,7 +8,7 @@ import pytest
 import dualsolve as ds
 from dualsolve.newton import _newton
 from solver_problems import interrupted  # tests/ (see conftest.py)
-from test_threads import _blocks, _fingerprint, _sparse_problem, _team_of_one
+from test_threads import _blocks, _fingerprint, _row_weights, _sparse_problem, _team_of_one
 
 
 @pytest.fixture
@@ -51,8 +51,7 @@ def test_newton_in_threads_reaches_the_certified_optimum_of_one(kw, d, threads_o
 def test_weighted_newton_in_threads(threads_on_small_x):
     """Row weights, zeros included, split across the blocks like any row."""
     X, y = _sparse_problem(2000, 200_000, seed=1)
-    weight = np.random.default_rng(1).random(X.shape[0]) * 3.0
-    weight[::7] = 0.0
+    weight = _row_weights(X.shape[0], 1, 7, scale=3.0)
     one = ds.train_newton(X, y, tol=1e-9, sample_weight=weight)
     two = ds.train_newton(X, y, tol=1e-9, sample_weight=weight, n_jobs=2)
     assert one.converged and two.converged
