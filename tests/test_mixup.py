@@ -368,7 +368,7 @@ def test_numeric_conjugate_gives_the_closed_form_iterates(kp):
 
 def test_twin_exact_equals_train_sdca(mixup_ref, lp):
     """Oracle check against an already-tested solver: binary labels, K = X X^T, the exact
-    step and train_sdca's row order (no shrinking)."""
+    step and train_sdca's row order (no shrinking, no focused passes)."""
     R = mixup_ref
     K = R.linear_kernel(lp.Xo)
     for loss in ["logistic", "smooth_hinge", "squared_hinge"]:
@@ -377,7 +377,7 @@ def test_twin_exact_equals_train_sdca(mixup_ref, lp):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ds.ConvergenceWarning)
                 m = ds.train_sdca(lp.Xo, lp.yo, loss=loss, lam=1.0 / 60, tol=0.0, max_epochs=e,
-                                  check_every=1, shrinking=False, seed=3)
+                                  check_every=1, shrinking=False, seed=3, focus=0.0)
             np.testing.assert_allclose(m.dual, twin.alpha[e], rtol=0, atol=1e-12)
 
 
@@ -418,13 +418,14 @@ def test_solver_decomp_and_approx_equal_naive_for_binary_labels(mixup_ref, kp, l
 @pytest.mark.parametrize("loss", ["logistic", "squared", "squared_hinge", "smooth_hinge", "hinge"])
 def test_equals_train_sdca_when_mixup_is_off(heart, loss):
     """Linear kernel, binary labels, method='exact', same seed and permutation sampling:
-    the same algorithm as train_sdca (without shrinking), so the same numbers."""
+    the same algorithm as train_sdca (without shrinking or focused passes), so the same
+    numbers."""
     X, y = heart
     lam = 1.0 / X.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.ConvergenceWarning)
         a = ds.train_sdca(X, y, loss=loss, lam=lam, tol=0.0, max_epochs=5, check_every=1,
-                          shrinking=False, sampling="permutation", seed=7)
+                          shrinking=False, sampling="permutation", seed=7, focus=0.0)
     b = fit(X, y, kernel="linear", method="exact", loss=loss, lam=lam, tol=0.0, max_epochs=5,
             n_mix=0, seed=7)
     np.testing.assert_array_equal(b.dual, a.dual)

@@ -283,7 +283,9 @@ def _mixup_engine(p, o, mon):
         status, n_epochs, primal, dual, gap, p0 = _sdca.solve(
             data.data, data.indices, data.indptr, p.d, y_coord, p.loss, p.loss_param, p.lam,
             0.0, w, alpha, p.tol, p.max_epochs, check, False, SAMPLING[o["sampling"]], p.seed,
-            mon, sqnorm=sqnorm, point=point, weight=weight, mix=mix, **step)
+            mon, sqnorm=sqnorm, point=point, weight=weight, mix=mix,
+            focus=0.0,      # the paper's loop (and the kernel loop's), step for step
+            **step)
         beta = np.bincount(point, weights=alpha, minlength=n) if point is not None else alpha
         model = dict(coef=w)
     else:

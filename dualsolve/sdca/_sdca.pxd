@@ -84,6 +84,9 @@ ctypedef struct SdcaProblem:
                               # (INFINITY: not tracked, as for mixed points)
     double w_norm             # ||w||_2 at the last check (a bound: rounded up)
     rng_state rng
+    double* gain              # work, sdca_run's own (NULL outside it): each coordinate's dual
+                              # gain at its last step (_sdca.pyx, "focused passes")
+    double pass_gain          # the gains of the last pass over the active set, summed
 
 
 ctypedef struct SdcaOptions:
@@ -102,6 +105,12 @@ ctypedef struct SdcaOptions:
                               # where the conjugate is quadratic (losses.pxd,
                               # loss_conj_quadratic; 0 < r < 2 keeps every step an ascent)
     Py_ssize_t relax_after    # epochs of plain exact steps first
+    double focus              # > 0: before each pass over the active set, passes over the
+                              # coordinates whose last steps gained this share of the last
+                              # pass's dual gain, while they gain more per unit of work
+                              # than that pass did (_sdca.pyx, "focused passes"); 0: none.
+                              # Coordinates = CSR rows, sampling permutation only
+    double focus_work         # at most this many passes' work of them per epoch
     int n_threads             # > 1: the exact gap checks in that many threads, each scoring
                               # a slice of the rows, the slices' sums added in order (the
                               # same result for the same count), the resync by ranges of
@@ -121,6 +130,7 @@ ctypedef struct SdcaResult:
     Py_ssize_t threaded_epochs  # passes run in n_threads threads (the rest serial)
     double threads_vs_one     # the feature-owned pass's time per unit of work in threads
                               # over one thread's, as last measured (NAN: not timed)
+    Py_ssize_t focused_passes # passes over the focused coordinates (SdcaOptions.focus)
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil

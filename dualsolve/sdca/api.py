@@ -7,6 +7,7 @@ from .._driver import Result, Solver, certified, fit, register, threshold
 from .._params import Boolean, Integral, Interval, Options, Real
 from ..model import Model, warm_start_dual
 from . import _crammer_singer, _sdca
+from ._sdca import DEFAULT_FOCUS
 from .intercept import SMOOTH_LOSSES, solve_free_intercept
 
 SAMPLING = {"permutation": 0, "uniform": 1}        # _sdca.pxd SAMPLE_*
@@ -19,7 +20,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
                verbose=0, callback=None, warm_start=None, n_jobs=1, smoothing=None, epsilon=None,
                fit_intercept=False, penalize_intercept=True, intercept_scaling=1.0,
                check_every="auto", shrinking=True, sampling="permutation", sample_weight=None,
-               class_weight=None, multi_class="ovr", relaxation="auto"):
+               class_weight=None, multi_class="ovr", relaxation="auto", focus=DEFAULT_FOCUS):
     """Train an L2-regularised linear model by stochastic dual coordinate ascent (SDCA).
 
     Solves, with ``n`` rows and ``w`` of length ``n_features``::
@@ -31,7 +32,8 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
     through its dual ``max_a D(a) = -(lam/2)||X^T a/(lam n)||^2 - (1/n) sum_i loss*(-a_i)``,
     one coordinate at a time, exactly (closed forms; a safeguarded Newton step for logistic),
     with liblinear's loop: precomputed squared row norms, ``w`` kept incrementally, a random
-    permutation of the rows each epoch and shrinking of rows stuck at a bound. Each epoch ends
+    permutation of the rows each epoch and shrinking of rows stuck at a bound, and passes
+    focused on the rows that still move (``focus``). Each epoch ends
     with the exact duality gap ``P(w) - D(a)`` (scores recomputed from scratch); the solver
     stops when it is ``<= tol * D(a)`` (or at the rounding floor, 64 ulps of ``P(0)``), after
     recomputing ``w`` from ``a``, so the returned gap is a certificate: ``P(w) - P* <= gap``
@@ -92,8 +94,8 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         the rounding floor, 64 ulps of ``P(0)`` (a problem whose optimum is 0).
         ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
-        One epoch is one pass over the rows; ending here warns (ConvergenceWarning) with
-        the gap reached.
+        One epoch is one pass over the rows (and the focused passes before it, ``focus``);
+        ending here warns (ConvergenceWarning) with the gap reached.
     check_every : "auto" or int >= 1
         When to compute the exact duality gap (one extra pass over X). ``1``: after every
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
@@ -107,6 +109,18 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         re-checked at every gap evaluation and re-activated when they violate optimality.
     sampling : {"permutation", "uniform"}
         A random permutation each epoch (liblinear), or n draws with replacement.
+    focus : float in [0, 1]
+        Focused passes (``docs/sdca.md``): from the second epoch on, before each pass over
+        the rows, passes over the rows whose last steps gained the largest part of the
+        dual's rise, ``focus`` of the last pass's (``0.5``: the few rows that carry half
+        of it), in a fresh random order each, for as long as one gains more per unit of
+        work than the last pass over all rows did (at most 4 passes' work an epoch). Late
+        in a solve most rows hardly move, so this is where the work pays: news20 binary,
+        logistic, C = 10^4, 17 epochs (0.8 s) instead of 2,320 (51 s). The steps are the
+        same exact coordinate steps, the certificate the same exact gap.
+        ``params["focused_passes"]`` counts them; ``0`` turns them off (liblinear's loop).
+        Permutation sampling only (``sampling="uniform"`` makes none); not with
+        ``multi_class="crammer_singer"``, whose steps are a row's k variables.
     relaxation : "auto" or float in (0, 2)
         Over-relaxed coordinate steps for the losses whose conjugate is quadratic on its
         interval (hinge, squared_hinge, smooth_hinge, squared), where the dual along one
@@ -197,6 +211,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
 
 def _engine(p, o, mon):
     if o["multi_class"] == "crammer_singer":
+        if o["focus"] != DEFAULT_FOCUS:
+            raise ValueError(f"focus={o['focus']!r} does not apply to "
+                             "multi_class='crammer_singer'; leave it at its default")
         if o["fit_intercept"] and not o["penalize_intercept"]:
             raise ValueError("multi_class='crammer_singer' has a penalised intercept only "
                              "(fit_intercept=True with penalize_intercept=True, liblinear's -B)")
@@ -218,11 +235,12 @@ def _engine(p, o, mon):
         alpha, p.tol, p.max_epochs, check, o["shrinking"], SAMPLING[o["sampling"]], p.seed,
         mon, p.X.sqnorm, weight=p.weight, n_threads=p.n_jobs, scores=scores,
         check_start=not p.path_start, stats=stats, rows_sorted=p.X.sorted_rows,
+        focus=o["focus"],
         **relaxation_options(o["relaxation"], p.loss, warm=p.warm_start is not None,
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"],
-                threads_vs_one=stats["threads_vs_one"])
+                threads_vs_one=stats["threads_vs_one"], focused_passes=stats["focused_passes"])
     if stats["threads_vs_one"] is not None:
         pay = _sdca._threads_pay()
         mon.note(f"threads: {stats['threaded_epochs']} of {n_epochs} passes in {p.n_jobs} "
@@ -381,7 +399,8 @@ SDCA = register(Solver(
                 shrinking=[Boolean()],
                 sampling=[Options(*SAMPLING)],
                 multi_class=[Options(*MULTI_CLASS)],
-                relaxation=[Options("auto"), Interval(Real, 0, 2, closed="neither")]),
+                relaxation=[Options("auto"), Interval(Real, 0, 2, closed="neither")],
+                focus=[Interval(Real, 0, 1, closed="both")]),
     weights=True,
     history=("gap_estimate", "n_active"),
     certificate="duality gap " + certified("P(w) - D(a)", "D(a)", "P(0)"),

@@ -134,7 +134,7 @@ def solve_free_intercept(p, o, mon, solve, alpha, w, sampling, relaxation):
             p.X.data, p.X.indices, p.X.indptr, p.d, p.y, p.loss, p.loss_param, p.lam, 0.0,
             w, alpha, inner, p.max_epochs - epochs, check, o["shrinking"], sampling,
             p.seed + rounds - 1, _Rounds(mon, epochs), p.X.sqnorm, weight=p.weight,
-            offset=b, **relaxation)
+            offset=b, focus=o["focus"], **relaxation)
         epochs += ran
         if status not in (_status.CONVERGED, _status.MAX_EPOCHS):
             break                           # callback, Ctrl-C, divergence, no memory
