@@ -8,7 +8,8 @@ rows that are mixes (1 - r) x_a + r x_b of two rows, never materialised (``mix_*
 
 Per epoch: a random permutation of the active rows; for row i, z = x_i.w (sparse dot), the
 exact coordinate step of the loss table, w += delta/(lam n) x_i (sparse axpy); rows stuck at
-a bound of the dual domain are shrunk away (liblinear's projected-gradient rule). After the
+a bound of the dual domain are shrunk away (liblinear's projected-gradient rule); before
+it, passes over the rows whose last steps gained most ("focused passes" below). After the
 epoch one pass over all rows recomputes every score from scratch and gives the exact duality
 gap; it also re-activates shrunk rows that have become violators, so no unshrink-and-retry
 pass is needed. The passes bound the rounding drift of their incremental w against
