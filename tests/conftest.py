@@ -129,6 +129,16 @@ def hinge_qp_reference(X, y, lam):
     return primal_objective(X, y, w, lam, "hinge"), w
 
 
+def reference_optimum(X, y, lam, loss):
+    """P* of a loss by its own reference: the QP for the hinge, the normal equations for
+    ridge, L-BFGS for the smooth losses."""
+    if loss == "hinge":
+        return hinge_qp_reference(X, y, lam)[0]
+    if loss == "squared":
+        return ridge_reference(X, y, lam)[0]
+    return lbfgs_reference(X, y, lam, loss)[0]
+
+
 @pytest.fixture(scope="session")
 def references():
     class R:
@@ -136,6 +146,7 @@ def references():
         lbfgs = staticmethod(lbfgs_reference)
         ridge = staticmethod(ridge_reference)
         hinge_qp = staticmethod(hinge_qp_reference)
+        optimum = staticmethod(reference_optimum)
     return R
 
 

@@ -10,14 +10,6 @@ from dualsolve.sdca._sdca import DEFAULT_FOCUS
 LOSSES = ["logistic", "squared_hinge", "hinge", "smooth_hinge", "squared"]
 
 
-def _reference(references, X, y, lam, loss):
-    if loss == "hinge":
-        return references.hinge_qp(X, y, lam)[0]
-    if loss == "squared":
-        return references.ridge(X, y, lam)[0]
-    return references.lbfgs(X, y, lam, loss)[0]
-
-
 def _text_like(n=2000, d=8000, k=30, seed=0):
     """Sparse unit rows of about k features each, drawn by a power law (a few common
     words, many rare ones), labels from a planted w: the regime of the text sets (news20,
@@ -43,7 +35,7 @@ def test_focused_solves_reach_the_independent_optimum(heart, references, loss, f
     assert m.converged
     assert m.params["focused_passes"] > 0
     lam = m.params["lam"]
-    p_ref = _reference(references, X, y, lam, loss)
+    p_ref = references.optimum(X, y, lam, loss)
     assert references.primal(X, y, m.coef, lam, loss) == pytest.approx(p_ref, rel=1e-9)
     assert m.history["dual"][-1] <= p_ref * (1 + 1e-12)
 

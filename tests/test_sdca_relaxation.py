@@ -9,14 +9,6 @@ from dualsolve.sdca.api import AUTO_RELAXATION, AUTO_RELAX_AFTER, WARM_RELAX_AFT
 QUADRATIC = ["hinge", "squared_hinge", "smooth_hinge", "squared"]
 
 
-def _reference(references, X, y, lam, loss):
-    if loss == "hinge":
-        return references.hinge_qp(X, y, lam)[0]
-    if loss == "squared":
-        return references.ridge(X, y, lam)[0]
-    return references.lbfgs(X, y, lam, loss)[0]
-
-
 @pytest.mark.parametrize("loss", QUADRATIC)
 @pytest.mark.parametrize("relaxation", ["auto", 1.0, 1.9])
 def test_relaxed_solves_reach_the_independent_optimum(heart, references, loss, relaxation):
@@ -27,7 +19,7 @@ def test_relaxed_solves_reach_the_independent_optimum(heart, references, loss, r
                       relaxation=relaxation)
     assert m.converged
     lam = m.params["lam"]
-    p_ref = _reference(references, X, y, lam, loss)
+    p_ref = references.optimum(X, y, lam, loss)
     assert references.primal(X, y, m.coef, lam, loss) == pytest.approx(p_ref, rel=1e-9)
     assert m.history["dual"][-1] <= p_ref * (1 + 1e-12)
 
