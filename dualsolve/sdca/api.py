@@ -155,6 +155,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         are timed against one thread's and give way to it where they are not faster);
         where many rows share each feature and w is small, in blocks (CoCoA+ in threads,
         where the loss's curvature dominates a step's: bit for bit reproducible).
+        The focused passes (``focus``) run on one thread.
         ``params["threaded_epochs"]`` counts those passes; ``params["threads_vs_one"]`` is
         the feature-owned pass's time per unit of work in threads over one thread's, as
         last measured (above 0.95 the passes ran on one thread; None: not timed).
