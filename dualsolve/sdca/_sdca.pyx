@@ -20,7 +20,7 @@ the drift is not tracked (mixed points) or its slack alone keeps a check from ce
 w is recomputed from alpha and the gap re-checked before stopping.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, NAN, fabs, frexp, sqrt
+from libc.math cimport INFINITY, NAN, fabs, frexp, ldexp, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -1354,7 +1354,7 @@ cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double 
     """The coordinates (CSR rows) of the largest gains that add up to at least ``share``
     of them all, cut at a power of two, into rows; their work (nnz + 16 each) into work."""
     cdef double sums[GAIN_BINS]
-    cdef double total = 0.0, acc = 0.0, g
+    cdef double total = 0.0, acc = 0.0, g, least
     cdef Py_ssize_t i, count = 0
     cdef int cut = GAIN_BINS - 1
     memset(sums, 0, sizeof(sums))
@@ -1371,9 +1371,12 @@ cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double 
         if acc >= share * total:
             break
         cut -= 1
+    # the least gain of bin cut (frexp's mantissa is in [1/2, 1)): 0 below the subnormals
+    # when every bin counts, inf for the bin of inf
+    least = ldexp(0.5, cut - GAIN_BIAS)
     for i in range(P.n):
         g = P.gain[i]
-        if g > 0.0 and _gain_bin(g) >= cut:
+        if g > 0.0 and g >= least:
             rows[count] = i
             count += 1
             work[0] += indptr[i + 1] - indptr[i] + 16
