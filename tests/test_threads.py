@@ -395,6 +395,32 @@ def test_threaded_passes_give_way_where_one_thread_is_faster(threads_pay):
         1e-9 * ref.history["primal"][-1])
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_focused_passes_run_in_the_threads_that_pay(loss, threads_pay):
+    """The focused passes (``focus``) run feature-owned in the threads when the clock's
+    last verdict keeps the whole passes there, and on one thread when it does not; either
+    way the solve reaches one thread's certified optimum."""
+    _two_threads()
+    X, y = _sparse_problem(4000, 200_000)
+    kw = dict(loss=loss, C=100.0, tol=1e-9)
+    one = ds.train_sdca(X, y, **kw)
+    P1 = one.history["primal"][-1]
+    threads_pay(1e300)
+    paying = ds.train_sdca(X, y, n_jobs=2, **kw)
+    assert paying.params["threaded_focused_passes"] > 0
+    threads_pay(0.0)
+    losing = ds.train_sdca(X, y, n_jobs=2, **kw)
+    assert losing.params["focused_passes"] > 0 and losing.params["threaded_focused_passes"] == 0
+    for m in (paying, losing):
+        assert m.converged
+        assert abs(m.history["primal"][-1] - P1) <= 1e-9 * P1
+        np.testing.assert_allclose(m.coef, X.T @ m.dual / (m.params["lam"] * X.shape[0]),
+                                   rtol=1e-9, atol=1e-12)
+    assert one.params["threaded_focused_passes"] == 0
+    threads_pay(1e300)
+    assert ds.train_sdca(X, y, n_jobs=2, focus=0.0, **kw).params["focused_passes"] == 0
+
+
 def test_verbose_says_what_the_threads_did(capsys):
     """verbose=1 ends a timed threaded solve with a line on the clock's last reading; a
     solve on one thread prints none."""
@@ -476,6 +502,7 @@ def test_block_passes_are_reproducible_and_reach_the_optimum_of_one(fit_intercep
     one = ds.train_sdca(X, y, **kw)
     runs = [ds.train_sdca(X, y, n_jobs=2, **kw) for _ in range(2)]
     assert runs[0].params["threaded_epochs"] > 0
+    assert runs[0].params["threaded_focused_passes"] > 0     # (blocks too)
     assert runs[0].coef.tobytes() == runs[1].coef.tobytes()
     assert runs[0].intercept == runs[1].intercept and runs[0].n_epochs == runs[1].n_epochs
     two = runs[0]

@@ -131,6 +131,7 @@ ctypedef struct SdcaResult:
     double threads_vs_one     # the feature-owned pass's time per unit of work in threads
                               # over one thread's, as last measured (NAN: not timed)
     Py_ssize_t focused_passes # passes over the focused coordinates (SdcaOptions.focus)
+    Py_ssize_t threaded_focused_passes  # of those, the ones run in n_threads threads
 
 
 cdef SdcaOptions sdca_default_options() noexcept nogil

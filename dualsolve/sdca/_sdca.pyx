@@ -1336,6 +1336,11 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
 # per unit of work than the last whole pass did. Exact coordinate steps all: the dual
 # rises at every step, and the certificate is the exact gap as before.
 
+# focused rows a thread from which their passes run in threads (when the whole passes'
+# do); measured on news20 and IMDB at C = 1 (their focused sets: 150-9000 rows), 128 was
+# a little faster than 512, 1000 (OWNED_MIN_ROWS) or one thread (docs/benchmarks.md)
+cdef Py_ssize_t FOCUS_MIN_ROWS = 128
+
 cdef enum:
     GAIN_BINS = 2200        # a double's binary exponents (and inf), offset by GAIN_BIAS
     GAIN_BIAS = 1100
@@ -1385,29 +1390,49 @@ cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double 
 
 cdef double _focused_passes(const floating* data, const index_t* indices,
                             const index_t* indptr, SdcaProblem* P, const SdcaOptions* opt,
-                            double relax, Py_ssize_t* rows, Py_ssize_t* passes) noexcept nogil:
+                            double relax, OwnedPass* O, Py_ssize_t* rows,
+                            SdcaResult* res) noexcept nogil:
     """Passes over the focused rows (_focus_rows of opt.focus) before a pass over the
     active set, each a fresh permutation, while the last one gained more per unit of work
     than the last pass over the active set and the next keeps the work within
-    opt.focus_work of that pass's; passes counted into ``passes``. Returns their work."""
+    opt.focus_work of that pass's; passes counted into ``res``. ``O`` not NULL: the
+    passes run in its threads as the whole passes do (feature-owned, or blocks where the
+    focused rows' work affords a merge) when there are FOCUS_MIN_ROWS rows a thread.
+    Returns their work."""
     cdef double work, done = 0.0, rate = P.pass_gain / P.pass_cost
     cdef Py_ssize_t n_rows
     cdef Py_ssize_t* active = P.index
     cdef Py_ssize_t n_active = P.n_active
     cdef SdcaOptions o = opt[0]
     cdef PassSums S
+    cdef int rounds = 0
     if not rate > 0.0:
         return 0.0
     n_rows = _focus_rows(indptr, P, opt.focus, rows, &work)
+    if O != NULL and n_rows >= FOCUS_MIN_ROWS * O.threads:
+        rounds = 0 if not O.blocks else _block_rounds(P, work, O.threads)
+        if O.blocks and rounds < 1:
+            O = NULL
+    else:
+        O = NULL
     o.shrinking = 0         # the active set is the whole passes' to shrink
     o.check_every = 1       # and so is the gap estimate
     P.index = rows
     P.n_active = n_rows
     while n_rows > 0 and done + work <= opt.focus_work * P.pass_cost:
         _sums_init(&S)
-        _epoch_steps(data, indices, indptr, P, &o, relax, True, 0, n_rows, &S)
+        if O != NULL:
+            rng_shuffle(&P.rng, rows, n_rows)
+            if _threads_segment(data, indices, indptr, P, &o, relax, O, 0, n_rows, n_rows,
+                                rounds, &S) >= 0:
+                P.drift += S.drift
+                res.threaded_focused_passes += 1
+            else:
+                O = NULL        # the team came out smaller: one thread from here on
+        if O == NULL:
+            _epoch_steps(data, indices, indptr, P, &o, relax, True, 0, n_rows, &S)
         done += S.cost
-        passes[0] += 1
+        res.focused_passes += 1
         if not S.gain > rate * S.cost:
             break
     P.index = active
@@ -1442,6 +1467,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef double started, focus_cost
     cdef Py_ssize_t* focus_rows = NULL
     res.focused_passes = 0
+    res.threaded_focused_passes = 0
     P.gain = NULL
     if (opt.focus > 0.0 and P.point == NULL and P.n == P.n_rows
             and opt.sampling == SAMPLE_PERMUTATION):
@@ -1514,8 +1540,11 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
         relax = opt.relaxation if relaxes and epoch > opt.relax_after else 1.0
+        # (in threads where the whole passes' threads pay: the clock's last verdict)
         focus_cost = 0.0 if P.gain == NULL else _focused_passes(
-            data, indices, indptr, P, opt, relax, focus_rows, &res.focused_passes)
+            data, indices, indptr, P, opt, relax,
+            &owned if threaded and (not timed or _clock_pays(&clock)) else NULL,
+            focus_rows, res)
         how = CLOCK_SERIAL if not threaded else (_clock_next(&clock) if timed
                                                  else CLOCK_THREADS)
         started = DS_WTIME()
@@ -1677,7 +1706,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``scores``, a float64 array of n that receives the scores of the last exact check
     (after convergence: X w + offset at the returned w); ``stats``, a dict that receives
     ``threaded_epochs`` (passes run in threads), ``threads_vs_one`` (SdcaResult's, None
-    for NAN) and ``focused_passes``; ``focus``, SdcaOptions.focus (negative: its default,
+    for NAN), ``focused_passes`` and ``threaded_focused_passes``; ``focus``, SdcaOptions.focus (negative: its default,
     DEFAULT_FOCUS); ``rows_sorted``, that every row's indices strictly increase (the validation
     found it; spares the threaded pass its own check).
     Returns (status, n_epochs, primal, dual, gap, p0).
@@ -1739,4 +1768,5 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         stats["threads_vs_one"] = (float(res.threads_vs_one)
                                    if np.isfinite(res.threads_vs_one) else None)
         stats["focused_passes"] = res.focused_passes
+        stats["threaded_focused_passes"] = res.threaded_focused_passes
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

@@ -155,8 +155,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         are timed against one thread's and give way to it where they are not faster);
         where many rows share each feature and w is small, in blocks (CoCoA+ in threads,
         where the loss's curvature dominates a step's: bit for bit reproducible).
-        The focused passes (``focus``) run on one thread.
-        ``params["threaded_epochs"]`` counts those passes; ``params["threads_vs_one"]`` is
+        The focused passes (``focus``) run in the same threads as the whole passes,
+        when they have 128 rows a thread (``params["threaded_focused_passes"]`` counts
+        them). ``params["threaded_epochs"]`` counts the whole passes in threads; ``params["threads_vs_one"]`` is
         the feature-owned pass's time per unit of work in threads over one thread's, as
         last measured (above 0.95 the passes ran on one thread; None: not timed).
     sample_weight : array (n,) of reals >= 0, optional
@@ -241,7 +242,8 @@ def _engine(p, o, mon):
                              neighbour_epochs=p.start_epochs))
     extra = {"margins": scores} if p.path_start and status == CONVERGED else {}
     info = dict(p0=p0, threaded_epochs=stats["threaded_epochs"],
-                threads_vs_one=stats["threads_vs_one"], focused_passes=stats["focused_passes"])
+                threads_vs_one=stats["threads_vs_one"], focused_passes=stats["focused_passes"],
+                threaded_focused_passes=stats["threaded_focused_passes"])
     if stats["threads_vs_one"] is not None:
         pay = _sdca._threads_pay()
         mon.note(f"threads: {stats['threaded_epochs']} of {n_epochs} passes in {p.n_jobs} "
