@@ -1,5 +1,7 @@
 """train_sdca's focused passes (``focus``; docs/sdca.md, "Focused passes") against
 independent optima, and what they must leave unchanged."""
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -91,6 +93,33 @@ def test_the_first_epoch_and_focus_zero_are_plain_passes(heart):
     np.testing.assert_array_equal(one.dual, plain_one.dual)
     plain = ds.train_sdca(X, y, max_epochs=30, focus=0.0, **kw)
     assert plain.params["focused_passes"] == 0
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_ctrl_c_is_read_between_focused_passes(heart, monkeypatch, n_jobs):
+    """An epoch holds up to 1 + focus_work passes' work, so the focused passes poll the
+    monitor (epoch -1) after each one: a Ctrl-C found there stops the solve before the
+    epoch's pass, with the partial model; the history ends with the last whole epoch."""
+    from dualsolve._monitor import EpochMonitor
+    polls = []
+
+    def check_stop(self):
+        if sys._getframe(1).f_code.co_name == "report":     # an epoch's report: go on
+            return 0
+        polls.append(True)          # a poll from inside the engine
+        raise KeyboardInterrupt
+
+    X, y = heart
+    monkeypatch.setattr(EpochMonitor, "check_stop", check_stop)
+    with pytest.raises(KeyboardInterrupt) as info:
+        ds.train_sdca(X, y, loss="logistic", C=100.0, tol=0, max_epochs=50, n_jobs=n_jobs)
+    m = info.value.model
+    assert polls, "no poll reached the monitor"
+    assert m.stop_reason == "interrupted"
+    # epochs 0 and 1 reported (no gains before the first pass: no focused pass in it)
+    assert list(m.history["epoch"]) == [0, 1]
+    np.testing.assert_allclose(m.coef, X.T @ m.dual / (m.params["lam"] * X.shape[0]),
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_uniform_sampling_makes_none(heart):

@@ -1413,14 +1413,17 @@ cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double 
 cdef double _focused_passes(const floating* data, const index_t* indices,
                             const index_t* indptr, SdcaProblem* P, const SdcaOptions* opt,
                             double relax, OwnedPass* O, Py_ssize_t* rows,
-                            SdcaResult* res) noexcept nogil:
+                            SdcaResult* res, epoch_hook hook, void* ctx,
+                            int* stop) noexcept nogil:
     """Passes over the focused rows (_focus_rows of opt.focus) before a pass over the
     active set, each a fresh permutation, while the last one gained more per unit of work
     than the last pass over the active set and the next keeps the work within
     opt.focus_work of that pass's; passes counted into ``res``. ``O`` not NULL: the
     passes run in its threads as the whole passes do (feature-owned, or blocks where the
     focused rows' work affords a merge) when there are FOCUS_MIN_ROWS rows a thread.
-    Returns their work."""
+    The hook is polled after each pass (epoch -1: Ctrl-C; an epoch holds up to
+    1 + focus_work passes' work), its request to stop left in ``stop``. Returns their
+    work."""
     cdef double work, done = 0.0, rate = P.pass_gain / P.pass_cost
     cdef Py_ssize_t n_rows
     cdef Py_ssize_t* active = P.index
@@ -1455,6 +1458,10 @@ cdef double _focused_passes(const floating* data, const index_t* indices,
             _epoch_steps(data, indices, indptr, P, &o, relax, True, 0, n_rows, &S)
         done += S.cost
         res.focused_passes += 1
+        if hook != NULL:
+            stop[0] = hook(ctx, -1, NULL)
+            if stop[0] != 0:
+                break
         if not S.gain > rate * S.cost:
             break
     P.index = active
@@ -1488,6 +1495,7 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
     cdef int how, ran
     cdef double started, focus_cost
     cdef Py_ssize_t* focus_rows = NULL
+    cdef int stop = 0
     res.focused_passes = 0
     res.threaded_focused_passes = 0
     P.gain = NULL
@@ -1566,7 +1574,10 @@ cdef int sdca_run(const floating* data, const index_t* indices, const index_t* i
         focus_cost = 0.0 if P.gain == NULL else _focused_passes(
             data, indices, indptr, P, opt, relax,
             &owned if threaded and (not timed or _clock_pays(&clock)) else NULL,
-            focus_rows, res)
+            focus_rows, res, hook, ctx, &stop)
+        if stop != 0:       # a poll asked to stop (Ctrl-C): no pass, check or report
+            res.status = stop
+            break
         how = CLOCK_SERIAL if not threaded else (_clock_next(&clock) if timed
                                                  else CLOCK_THREADS)
         started = DS_WTIME()
@@ -1728,8 +1739,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``scores``, a float64 array of n that receives the scores of the last exact check
     (after convergence: X w + offset at the returned w); ``stats``, a dict that receives
     ``threaded_epochs`` (passes run in threads), ``threads_vs_one`` (SdcaResult's, None
-    for NAN), ``focused_passes`` and ``threaded_focused_passes``; ``focus``, SdcaOptions.focus (negative: its default,
-    DEFAULT_FOCUS); ``rows_sorted``, that every row's indices strictly increase (the validation
+    for NAN), ``focused_passes`` and ``threaded_focused_passes``; ``focus``,
+    SdcaOptions.focus (negative: its default, DEFAULT_FOCUS); ``rows_sorted``, that every row's indices strictly increase (the validation
     found it; spares the threaded pass its own check).
     Returns (status, n_epochs, primal, dual, gap, p0).
     """
