@@ -156,7 +156,12 @@ def test_bad_focus_is_a_clear_error(heart, bad):
         ds.train_sdca(X, y, focus=bad)
 
 
-def test_crammer_singer_refuses_focus(three_classes):
+def test_crammer_singer_takes_focus(three_classes):
+    """The Crammer-Singer loop has focused passes too (its tests: test_crammer_singer.py);
+    focus=0 is its plain loop, and a bad value is the same clear error."""
     X, y = three_classes
+    kw = dict(loss="hinge", multi_class="crammer_singer", C=100.0, tol=0, max_epochs=20)
+    assert ds.train_sdca(X, y, **kw).params["focused_passes"] > 0
+    assert ds.train_sdca(X, y, focus=0.0, **kw).params["focused_passes"] == 0
     with pytest.raises(ValueError, match="focus"):
-        ds.train_sdca(X, y, loss="hinge", multi_class="crammer_singer", focus=0.0)
+        ds.train_sdca(X, y, focus=1.5, **kw)

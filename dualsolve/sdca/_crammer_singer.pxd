@@ -30,7 +30,10 @@ Per epoch: a random permutation of the rows (or n uniform draws); for row i, the
 (O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort, O(k log k)),
 and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz));
 with shrinking, rows strictly optimal at a vertex of their feasible set leave the pass until
-a check finds them violating.
+a check finds them violating. From the second epoch on, before each pass, focused passes
+(``CsOptions.focus``) over the rows whose last steps gained the most: a step's gain is
+``q ||a_new - a_old||^2 / 2`` (``q = ||x_i||^2 / (lam n)``; the row's sub-problem is
+q-strongly convex, so this is at most n times the dual's rise).
 The exact duality gap ``P(W) - D(a)`` is computed from fresh scores with compensated sums;
 before a gap can certify, ``w`` is recomputed from ``alpha``. ``alpha`` may hold a feasible
 warm start (``w`` is computed from it).
@@ -81,6 +84,12 @@ ctypedef struct CsOptions:
     int shrinking             # 1: drop rows strictly optimal at a vertex of their set (see .pyx)
     uint64_t seed
     Py_ssize_t poll_work      # work (multiply-adds) between two polls of the hook in an epoch
+    double focus              # > 0: before each pass over the active rows (from the second
+                              # epoch on), passes over the rows whose last steps gained this
+                              # share of the last pass's dual gain, while they gain more per
+                              # unit of work than that pass did (the binary loop's focused
+                              # passes, focus.pxd); 0: none. Permutation sampling only
+    double focus_work         # at most this many passes' work of them per epoch
 
 
 ctypedef struct CsResult:
@@ -90,6 +99,7 @@ ctypedef struct CsResult:
     double dual
     double gap
     double p0                 # P(0) = (1/n) sum_i c_i, the scale of the rounding floor
+    Py_ssize_t focused_passes # passes over the focused rows (CsOptions.focus)
 
 
 cdef CsOptions cs_default_options() noexcept nogil

@@ -24,7 +24,7 @@ The pass also sees, before each step, the row's Fenchel-Young gap
 predicts the gap and schedules the exact checks (``dualsolve.sdca.schedule``).
 """
 from libc.math cimport INFINITY, NAN
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memset, memcpy
 
 import numpy as np
@@ -36,6 +36,7 @@ from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS
 from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
+from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked,
                                       schedule_target)
@@ -50,6 +51,8 @@ cdef CsOptions cs_default_options() noexcept nogil:
     o.shrinking = 1
     o.seed = 0
     o.poll_work = 1 << 24
+    o.focus = focus_default_share()
+    o.focus_work = focus_default_work()
     return o
 
 
@@ -98,7 +101,10 @@ ctypedef struct _Work:
     double pass_gap           # sum of the Fenchel-Young gaps seen during the last pass
     Py_ssize_t visits         # rows visited by the last pass
     double pass_cost          # its work (multiply-adds, model)
+    double pass_gain          # the sum of its steps' gains (q ||a_new - a_old||^2 / 2)
+    double* gain              # n: each row's last gain (NULL: no focused passes)
     Py_ssize_t since_poll     # work since the last poll of the hook
+    Py_ssize_t* rows          # n: the focused rows (with gain)
 
 
 cdef inline void _scores(const floating* data, const index_t* ind, Py_ssize_t nnz,
@@ -242,6 +248,8 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     cdef bint permute = opt.sampling == CS_SAMPLE_PERMUTATION, shrink = opt.shrinking != 0
     cdef Py_ssize_t step = 0, pos = 0, n_active = S.n_active, i, m, r, y, v, nz, start, nnz, t
     cdef double c, q, gmax, gmin, ag, x, delta, pass_gap = 0.0, cost = 0.0, work
+    cdef double moved, pass_gain = 0.0
+    cdef double* gain = S.gain
     cdef double viol_old = S.viol_old, viol_max = 0.0
     cdef double* ai
     cdef double* wp
@@ -288,6 +296,8 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             if v >= 0 and _lead(G, v, k) > viol_old:
                 # strictly optimal at a vertex by more than last pass's violations: drop it
                 # (swap to the end of the active rows; this position is visited again)
+                if gain != NULL:
+                    gain[i] = 0.0
                 pos -= 1
                 n_active -= 1
                 S.index[pos] = S.index[n_active]
@@ -295,6 +305,8 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 continue
         pass_gap += c * (gmax - G[y]) + ag
         if gmax <= gmin:            # KKT: no feasible direction improves the row
+            if gain != NULL:
+                gain[i] = 0.0
             continue
         if gmax - gmin > viol_max:
             viol_max = gmax - gmin
@@ -304,9 +316,12 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             # score is 0 whatever W, so spread the rest evenly
             for m in range(k):
                 ai[m] = c if m == y else -c / (k - 1)
+            if gain != NULL:
+                gain[i] = 0.0
             continue
         cs_subproblem(G, ai, q, y, c, k, S.a_new, S.v)
         nz = 0
+        moved = 0.0
         for m in range(k):
             delta = S.a_new[m] - ai[m]
             if delta != 0.0:
@@ -314,6 +329,10 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 dind[nz] = m
                 dval[nz] = delta * scale
                 nz += 1
+                moved += delta * delta
+        if gain != NULL:
+            gain[i] = 0.5 * q * moved
+            pass_gain += gain[i]
         for t in range(start, start + nnz):
             x = data[t]
             wp = w + <Py_ssize_t>indices[t] * k
@@ -333,9 +352,53 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 break
     S.pass_gap = pass_gap
     S.pass_cost = cost
+    S.pass_gain = pass_gain
     S.n_active = n_active
     # shrink next pass only against this pass's largest violation (liblinear's thresholds)
     S.viol_old = viol_max if viol_max > 0.0 else INFINITY
+    return stop
+
+
+cdef int _focused_passes(const floating* data, const index_t* indices,
+                         const index_t* indptr, CsProblem* P, const CsOptions* opt,
+                         _Work* S, Py_ssize_t* rows, CsResult* res, double* done,
+                         epoch_hook hook, void* ctx) noexcept nogil:
+    """Passes over the focused rows (focus_select of opt.focus) before a pass over the
+    active rows, each a fresh permutation, while the last one gained more per unit of work
+    than the last pass over the active rows and the work stays within opt.focus_work of
+    that pass's; passes counted into ``res``, their work into ``done``. They shrink nothing
+    and leave the active set, its thresholds and the pass estimate to the whole passes.
+    Returns 0, or the status a poll of the hook asked to stop with."""
+    cdef double rate = S.pass_gain / S.pass_cost, cost = S.pass_cost, work = 0.0
+    cdef Py_ssize_t n_rows, r, i
+    cdef Py_ssize_t* active = S.index
+    cdef Py_ssize_t n_active = S.n_active, visits = S.visits
+    cdef double pass_gap = S.pass_gap, pass_gain = S.pass_gain, viol_old = S.viol_old
+    cdef CsOptions o = opt[0]
+    cdef int stop = 0
+    done[0] = 0.0
+    if not rate > 0.0:
+        return 0
+    n_rows = focus_select(S.gain, P.n, opt.focus, rows)
+    for r in range(n_rows):     # the work model of _epoch's steps
+        i = rows[r]
+        work += <double>P.k * (indptr[i + 1] - indptr[i] + 2)
+    o.shrinking = 0
+    S.index = rows
+    S.n_active = n_rows
+    while n_rows > 0 and done[0] + work <= opt.focus_work * cost:
+        stop = _epoch(data, indices, indptr, P, &o, S, hook, ctx)
+        done[0] += S.pass_cost
+        res.focused_passes += 1
+        if stop != 0 or not S.pass_gain > rate * S.pass_cost:
+            break
+    S.index = active
+    S.n_active = n_active
+    S.visits = visits
+    S.pass_gap = pass_gap
+    S.pass_gain = pass_gain
+    S.pass_cost = cost
+    S.viol_old = viol_old
     return stop
 
 
@@ -348,6 +411,8 @@ cdef void _free_work(_Work* S) noexcept nogil:
     free(S.v)
     free(S.dval)
     free(S.dind)
+    free(S.gain)
+    free(S.rows)
 
 
 cdef int cs_run(const floating* data, const index_t* indices, const index_t* indptr,
@@ -357,7 +422,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, m, epoch, n = P.n, k = P.k, nn = P.n if P.n > 0 else 1
     cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, floor, estimate
-    cdef double predicted = NAN, check_cost = 0.0, c
+    cdef double predicted = NAN, check_cost = 0.0, c, focus_cost
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
     cdef int stop
@@ -368,6 +433,8 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     res.dual = NAN
     res.gap = NAN
     res.p0 = NAN
+    res.focused_passes = 0
+    S.gain, S.rows = NULL, NULL
     S.sqnorm = <double*>malloc(nn * sizeof(double))
     S.index = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
     S.leads = <unsigned char*>malloc(nn * sizeof(unsigned char))
@@ -381,6 +448,13 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         _free_work(&S)
         res.status = STATUS_NO_MEMORY
         return res.status
+    if opt.focus > 0.0 and opt.sampling == CS_SAMPLE_PERMUTATION:
+        S.gain = <double*>calloc(nn, sizeof(double))
+        S.rows = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
+        if S.gain == NULL or S.rows == NULL:        # (then plain passes)
+            free(S.gain)
+            free(S.rows)
+            S.gain, S.rows = NULL, NULL
     for i in range(n):
         S.sqnorm[i] = sparse_sqnorm(data + indptr[i], indptr[i + 1] - indptr[i]) \
             + P.bias * P.bias
@@ -395,6 +469,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     S.since_poll = 0
     S.n_active = n
     S.viol_old = INFINITY
+    S.pass_gain, S.pass_cost = 0.0, 0.0
     rng_seed(&S.rng, opt.seed)
     schedule_init(&sched, opt.check_every, check_cost)
     # tol = 0 runs the whole budget (gap_certifies never holds for it)
@@ -418,15 +493,19 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
-        stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
+        focus_cost = 0.0
+        stop = 0 if S.gain == NULL else _focused_passes(
+            data, indices, indptr, P, opt, &S, S.rows, res, &focus_cost, hook, ctx)
+        if stop == 0:
+            stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
         if stop != 0:               # cut short by a poll (Ctrl-C): no check, no report
             res.status = stop
             break
         # shrunk rows have no gap: the active rows' mean, scaled to the n rows
         estimate = NAN if opt.check_every == 1 else \
             S.pass_gap / (S.visits if S.visits else 1) * S.n_active / n
-        checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate, S.pass_cost,
-                                     target, &predicted)
+        checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate,
+                                     S.pass_cost + focus_cost, target, &predicted)
         if checked:
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
@@ -466,10 +545,13 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           Py_ssize_t n_features, const Py_ssize_t[::1] label, Py_ssize_t n_classes,
           double lam, double bias, double[:, ::1] w, double[:, ::1] alpha, double tol,
           Py_ssize_t max_epochs, Py_ssize_t check_every, int sampling, bint shrinking,
-          unsigned long long seed, mon, weight=None, Py_ssize_t poll_work=0):
+          unsigned long long seed, mon, weight=None, Py_ssize_t poll_work=0,
+          double focus=-1.0, stats=None):
     """Run cs_run on validated arrays: ``w`` (n_features + (bias != 0), n_classes) and
     ``alpha`` (n, n_classes) are written in place (alpha may hold a feasible warm start),
-    reporting every epoch to ``mon`` (which must expect CS_HOOK_VALUES values).
+    reporting every epoch to ``mon`` (which must expect CS_HOOK_VALUES values). ``focus``:
+    CsOptions.focus (negative: its default, DEFAULT_FOCUS); ``stats``, a dict that receives
+    ``focused_passes``.
     Returns (status, n_epochs, primal, dual, gap, p0)."""
     cdef CsProblem P
     cdef CsOptions opt = cs_default_options()
@@ -504,6 +586,10 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     opt.seed = seed
     if poll_work > 0:
         opt.poll_work = poll_work
+    if focus >= 0.0:
+        opt.focus = focus
     with nogil:
         cs_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
+    if stats is not None:
+        stats["focused_passes"] = res.focused_passes
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

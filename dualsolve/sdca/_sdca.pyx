@@ -20,7 +20,7 @@ the drift is not tracked (mixed points) or its slack alone keeps a check from ce
 w is recomputed from alpha and the gap re-checked before stopping.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, NAN, fabs, frexp, ldexp, sqrt
+from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -45,6 +45,7 @@ from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init
                                    DS_STORE_RELEASE, DS_CPU_RELAX, DS_HAVE_ATOMICS)
 from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP, DS_WTIME
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
+from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked, schedule_target)
@@ -63,8 +64,8 @@ cdef SdcaOptions sdca_default_options() noexcept nogil:
     o.n_threads = 1
     o.relaxation = 1.0
     o.relax_after = 0
-    o.focus = 0.5
-    o.focus_work = 4.0
+    o.focus = focus_default_share()
+    o.focus_work = focus_default_work()
     return o
 
 
@@ -1363,50 +1364,15 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
 # a little faster than 512, 1000 (OWNED_MIN_ROWS) or one thread (docs/benchmarks.md)
 cdef Py_ssize_t FOCUS_MIN_ROWS = 128
 
-cdef enum:
-    GAIN_BINS = 2200        # a double's binary exponents (and inf), offset by GAIN_BIAS
-    GAIN_BIAS = 1100
-
-
-cdef inline int _gain_bin(double g) noexcept nogil:
-    cdef int e
-    if not g < INFINITY:
-        return GAIN_BINS - 1
-    frexp(g, &e)
-    return e + GAIN_BIAS
-
-
 cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double share,
                             Py_ssize_t* rows, double* work) noexcept nogil:
-    """The coordinates (CSR rows) of the largest gains that add up to at least ``share``
-    of them all, cut at a power of two, into rows; their work (nnz + 16 each) into work."""
-    cdef double sums[GAIN_BINS]
-    cdef double total = 0.0, acc = 0.0, g, least
-    cdef Py_ssize_t i, count = 0
-    cdef int cut = GAIN_BINS - 1
-    memset(sums, 0, sizeof(sums))
-    for i in range(P.n):
-        g = P.gain[i]
-        if g > 0.0:
-            sums[_gain_bin(g)] += g
-            total += g
+    """focus_select's coordinates (CSR rows) into rows; their work (nnz + 16 each) into
+    work."""
+    cdef Py_ssize_t count = focus_select(P.gain, P.n, share, rows), r, i
     work[0] = 0.0
-    if not total > 0.0:
-        return 0
-    while cut > 0:
-        acc += sums[cut]
-        if acc >= share * total:
-            break
-        cut -= 1
-    # the least gain of bin cut (frexp's mantissa is in [1/2, 1)): 0 below the subnormals
-    # when every bin counts, inf for the bin of inf
-    least = ldexp(0.5, cut - GAIN_BIAS)
-    for i in range(P.n):
-        g = P.gain[i]
-        if g > 0.0 and g >= least:
-            rows[count] = i
-            count += 1
-            work[0] += indptr[i + 1] - indptr[i] + 16
+    for r in range(count):
+        i = rows[r]
+        work[0] += indptr[i + 1] - indptr[i] + 16
     return count
 
 
@@ -1740,8 +1706,9 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     (after convergence: X w + offset at the returned w); ``stats``, a dict that receives
     ``threaded_epochs`` (passes run in threads), ``threads_vs_one`` (SdcaResult's, None
     for NAN), ``focused_passes`` and ``threaded_focused_passes``; ``focus``,
-    SdcaOptions.focus (negative: its default, DEFAULT_FOCUS); ``rows_sorted``, that every row's indices strictly increase (the validation
-    found it; spares the threaded pass its own check).
+    SdcaOptions.focus (negative: its default, DEFAULT_FOCUS); ``rows_sorted``, that every
+    row's indices strictly increase (the validation found it; spares the threaded pass its
+    own check).
     Returns (status, n_epochs, primal, dual, gap, p0).
     """
     cdef SdcaProblem P

@@ -214,9 +214,6 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
 
 def _engine(p, o, mon):
     if o["multi_class"] == "crammer_singer":
-        if o["focus"] != DEFAULT_FOCUS:
-            raise ValueError(f"focus={o['focus']!r} does not apply to "
-                             "multi_class='crammer_singer'; leave it at its default")
         if o["fit_intercept"] and not o["penalize_intercept"]:
             raise ValueError("multi_class='crammer_singer' has a penalised intercept only "
                              "(fit_intercept=True with penalize_intercept=True, liblinear's -B)")
@@ -331,13 +328,14 @@ def _crammer_singer_engine(p, o, mon):
     W = np.zeros((p.d + (1 if bias else 0), k))
     mon.set_coef(W[:p.d].T)
     check = 0 if o["check_every"] == "auto" else o["check_every"]
+    stats = {}
     status, n_epochs, primal, dual, gap, p0 = _crammer_singer.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, codes, k, p.lam, bias, W, alpha, p.tol,
         p.max_epochs, check, SAMPLING[o["sampling"]], o["shrinking"], p.seed, mon,
-        weight=p.weight)
+        weight=p.weight, focus=o["focus"], stats=stats)
     coef = np.ascontiguousarray(W[:p.d].T)
     intercept = W[p.d] * bias if bias else np.zeros(k)
-    info = dict(p0=p0)
+    info = dict(p0=p0, focused_passes=stats["focused_passes"])
     if k == 2:      # the binary model of the same predictions (see the docstring)
         return Result(status, n_epochs, coef=coef[1] - coef[0],
                       intercept=float(intercept[1] - intercept[0]), dual=2.0 * alpha[:, 1],
