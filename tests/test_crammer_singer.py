@@ -159,6 +159,34 @@ def test_focused_passes_reach_the_qp_optimum(small, focus):
     assert abs(ours - best) <= 1e-7 * best, (ours, best)
 
 
+def test_class_shrinking_reaches_the_qp_optimum():
+    """Shrinking takes a class m != y_i at a_im = 0 scoring below every class that could
+    rise out of row i's steps until the next exact check (liblinear's per-variable
+    shrinking): with many classes and few features it happens often, and the certified
+    optimum is still the QP's, with weights (a row of weight 0 included), and the same as
+    without shrinking."""
+    rng = np.random.default_rng(3)
+    n, d, k = 120, 4, 9
+    X = rng.random((n, d))
+    codes = np.argmax(X @ rng.standard_normal((d, k)) + 0.5 * rng.standard_normal((n, k)),
+                      axis=1)
+    codes[:k] = np.arange(k)
+    c = rng.uniform(0.0, 2.0, n)
+    c[7] = 0.0
+    lam = 1e-3
+    _, best = cs_qp(X, codes, k, lam, c=c)
+    kw = dict(lam=lam, tol=1e-11, max_epochs=1_000_000, sample_weight=c)
+    shrunk = train(sp.csr_matrix(X), codes, **kw)
+    plain = train(sp.csr_matrix(X), codes, shrinking=False, **kw)
+    assert shrunk.params["shrunk_classes"] > 0 and plain.params["shrunk_classes"] == 0
+    for m in (shrunk, plain):
+        assert m.converged
+        ours = cs_primal(m.coef, X, codes, lam, c=c)
+        assert abs(ours - best) <= 1e-8 * best, (ours, best)
+        assert (m.dual[7] == 0).all()
+        np.testing.assert_allclose(m.dual.sum(axis=1), 0.0, atol=1e-14)
+
+
 def _text_like(n=1500, d=6000, k=5, per_row=25, seed=0):
     """Sparse unit rows of power-law features and k classes from a planted W: the regime
     (text, a large C) where late in a solve few rows still move."""

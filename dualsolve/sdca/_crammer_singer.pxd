@@ -30,7 +30,10 @@ Per epoch: a random permutation of the rows (or n uniform draws); for row i, the
 (O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort, O(k log k)),
 and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz));
 with shrinking, rows strictly optimal at a vertex of their feasible set leave the pass until
-a check finds them violating. From the second epoch on, before each pass, focused passes
+a check finds them violating, and within a row a class m != y_i at its bound ``a_im = 0``
+whose ``G_m`` is below every class that could rise leaves the row's scores and steps (the
+sub-problem is then solved over the row's remaining classes) until the next exact check
+(liblinear's per-variable shrinking). From the second epoch on, before each pass, focused passes
 (``CsOptions.focus``) over the rows whose last steps gained the most: a step's gain is
 ``q ||a_new - a_old||^2 / 2`` (``q = ||x_i||^2 / (lam n)``; the row's sub-problem is
 q-strongly convex, so this is at most n times the dual's rise).
@@ -100,6 +103,8 @@ ctypedef struct CsResult:
     double gap
     double p0                 # P(0) = (1/n) sum_i c_i, the scale of the rounding floor
     Py_ssize_t focused_passes # passes over the focused rows (CsOptions.focus)
+    Py_ssize_t shrunk_classes # classes taken out of their rows' steps (shrinking; the
+                              # exact checks bring every class back)
 
 
 cdef CsOptions cs_default_options() noexcept nogil

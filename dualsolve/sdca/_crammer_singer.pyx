@@ -105,6 +105,11 @@ ctypedef struct _Work:
     double* gain              # n: each row's last gain (NULL: no focused passes)
     Py_ssize_t since_poll     # work since the last poll of the hook
     Py_ssize_t* rows          # n: the focused rows (with gain)
+    Py_ssize_t* cls           # n x k: each row's classes, its active ones first (shrinking)
+    Py_ssize_t* n_cls         # n: each row's active classes (k: all; NULL: no class shrinking)
+    double* Gs                # k: the active classes' scores plus margins, gathered
+    double* as_               # k: and their variables
+    Py_ssize_t shrunk_classes # classes taken out of their rows' steps so far
 
 
 cdef inline void _scores(const floating* data, const index_t* ind, Py_ssize_t nnz,
@@ -125,6 +130,26 @@ cdef inline void _scores(const floating* data, const index_t* ind, Py_ssize_t nn
         wp = w + d * k
         for m in range(k):
             z[m] += bias * wp[m]
+
+
+cdef inline void _scores_of(const floating* data, const index_t* ind, Py_ssize_t nnz,
+                            const double* w, Py_ssize_t k, double bias, Py_ssize_t d,
+                            const Py_ssize_t* L, Py_ssize_t na, double* z) noexcept nogil:
+    """z[L[j]] = w_{L[j]}.x (+ bias w_{L[j]}[d]) for the na classes L[:na] only."""
+    cdef Py_ssize_t t, j
+    cdef const double* wp
+    cdef double x
+    for j in range(na):
+        z[L[j]] = 0.0
+    for t in range(nnz):
+        x = data[t]
+        wp = w + <Py_ssize_t>ind[t] * k
+        for j in range(na):
+            z[L[j]] += x * wp[L[j]]
+    if bias != 0.0:
+        wp = w + d * k
+        for j in range(na):
+            z[L[j]] += bias * wp[L[j]]
 
 
 cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
@@ -177,13 +202,15 @@ cdef inline Py_ssize_t _vertex(const double* a, Py_ssize_t y, double c,
     return v if v != y else -1
 
 
-cdef inline double _lead(const double* G, Py_ssize_t v, Py_ssize_t k) noexcept nogil:
-    """G_v - max_{j != v} G_j."""
-    cdef Py_ssize_t j
+cdef inline double _lead(const double* G, Py_ssize_t v, const Py_ssize_t* L,
+                        Py_ssize_t na) noexcept nogil:
+    """G_v - max_{m != v} G_m over the classes L[:na] (L NULL: the classes 0 .. na - 1)."""
+    cdef Py_ssize_t j, m
     cdef double mx = -INFINITY
-    for j in range(k):
-        if j != v and G[j] > mx:
-            mx = G[j]
+    for j in range(na):
+        m = L[j] if L != NULL else j
+        if m != v and G[m] > mx:
+            mx = G[m]
     return G[v] - mx
 
 
@@ -215,7 +242,10 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
                 if m != y:
                     z[m] += 1.0
             v = _vertex(P.alpha + i * k, y, c, k)
-            S.leads[i] = v >= 0 and _lead(z, v, k) > 0.0
+            S.leads[i] = v >= 0 and _lead(z, v, NULL, k) > 0.0
+    if S.n_cls != NULL:             # every class of every row back in the passes
+        for i in range(P.n):
+            S.n_cls[i] = k
     pos = S.n_active
     while pos < P.n:
         i = S.index[pos]
@@ -250,6 +280,8 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     cdef double c, q, gmax, gmin, ag, x, delta, pass_gap = 0.0, cost = 0.0, work
     cdef double moved, pass_gain = 0.0
     cdef double* gain = S.gain
+    cdef Py_ssize_t* L
+    cdef Py_ssize_t na, j, yj
     cdef double viol_old = S.viol_old, viol_max = 0.0
     cdef double* ai
     cdef double* wp
@@ -275,12 +307,20 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
         y = label[i]
         start = indptr[i]
         nnz = indptr[i + 1] - start
-        _scores(data + start, indices + start, nnz, w, k, bias, d, G)
+        # the row's active classes L[:na] (every class without class shrinking); the
+        # others sit at a_m = 0 and are left out of its scores and its step
+        L = NULL if S.n_cls == NULL else S.cls + i * k
+        na = k if L == NULL else S.n_cls[i]
+        if na == k:
+            _scores(data + start, indices + start, nnz, w, k, bias, d, G)
+        else:
+            _scores_of(data + start, indices + start, nnz, w, k, bias, d, L, na, G)
         ai = alpha + i * k
         gmax = -INFINITY
         gmin = INFINITY
         ag = 0.0
-        for m in range(k):
+        for j in range(na):
+            m = L[j] if L != NULL else j
             if m != y:
                 G[m] += 1.0
             if G[m] > gmax:
@@ -288,12 +328,12 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             ag += ai[m] * G[m]
             if ai[m] < (c if m == y else 0.0) and G[m] < gmin:
                 gmin = G[m]
-        work = <double>k * (nnz + 2)
+        work = <double>na * (nnz + 2)
         cost += work
         S.since_poll += <Py_ssize_t>work
         if shrink:
             v = _vertex(ai, y, c, k)
-            if v >= 0 and _lead(G, v, k) > viol_old:
+            if v >= 0 and _lead(G, v, L, na) > viol_old:
                 # strictly optimal at a vertex by more than last pass's violations: drop it
                 # (swap to the end of the active rows; this position is visited again)
                 if gain != NULL:
@@ -303,6 +343,20 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 S.index[pos] = S.index[n_active]
                 S.index[n_active] = i
                 continue
+        if shrink and L != NULL:
+            # a class at its bound 0 scoring below every class that could rise cannot
+            # gain by falling: out of the row's steps until the next exact check
+            # (liblinear's per-variable shrinking; y stays, so the others sum to -a_y)
+            j = na - 1
+            while j >= 0:
+                m = L[j]
+                if m != y and ai[m] == 0.0 and G[m] < gmin:
+                    na -= 1
+                    L[j] = L[na]
+                    L[na] = m
+                    S.shrunk_classes += 1
+                j -= 1
+            S.n_cls[i] = na
         pass_gap += c * (gmax - G[y]) + ag
         if gmax <= gmin:            # KKT: no feasible direction improves the row
             if gain != NULL:
@@ -318,14 +372,26 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 ai[m] = c if m == y else -c / (k - 1)
             if gain != NULL:
                 gain[i] = 0.0
+            if L != NULL:
+                S.n_cls[i] = k
             continue
-        cs_subproblem(G, ai, q, y, c, k, S.a_new, S.v)
+        if L == NULL:
+            cs_subproblem(G, ai, q, y, c, k, S.a_new, S.v)
+        else:                       # the sub-problem of the active classes, gathered
+            yj = 0
+            for j in range(na):
+                S.Gs[j] = G[L[j]]
+                S.as_[j] = ai[L[j]]
+                if L[j] == y:
+                    yj = j
+            cs_subproblem(S.Gs, S.as_, q, yj, c, na, S.a_new, S.v)
         nz = 0
         moved = 0.0
-        for m in range(k):
-            delta = S.a_new[m] - ai[m]
+        for j in range(na):
+            m = L[j] if L != NULL else j
+            delta = S.a_new[j] - ai[m]
             if delta != 0.0:
-                ai[m] = S.a_new[m]
+                ai[m] = S.a_new[j]
                 dind[nz] = m
                 dval[nz] = delta * scale
                 nz += 1
@@ -342,7 +408,7 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
             wp = w + d * k
             for r in range(nz):
                 wp[dind[r]] += dval[r] * bias
-        work = <double>nz * (nnz + 1) + 4.0 * k
+        work = <double>nz * (nnz + 1) + 4.0 * na
         cost += work
         S.since_poll += <Py_ssize_t>work
         if hook != NULL and S.since_poll >= opt.poll_work:
@@ -413,6 +479,10 @@ cdef void _free_work(_Work* S) noexcept nogil:
     free(S.dind)
     free(S.gain)
     free(S.rows)
+    free(S.cls)
+    free(S.n_cls)
+    free(S.Gs)
+    free(S.as_)
 
 
 cdef int cs_run(const floating* data, const index_t* indices, const index_t* indptr,
@@ -434,7 +504,10 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     res.gap = NAN
     res.p0 = NAN
     res.focused_passes = 0
+    res.shrunk_classes = 0
     S.gain, S.rows = NULL, NULL
+    S.cls, S.n_cls, S.Gs, S.as_ = NULL, NULL, NULL, NULL
+    S.shrunk_classes = 0
     S.sqnorm = <double*>malloc(nn * sizeof(double))
     S.index = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
     S.leads = <unsigned char*>malloc(nn * sizeof(unsigned char))
@@ -448,6 +521,22 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         _free_work(&S)
         res.status = STATUS_NO_MEMORY
         return res.status
+    if opt.shrinking:
+        S.cls = <Py_ssize_t*>malloc(nn * k * sizeof(Py_ssize_t))
+        S.n_cls = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
+        S.Gs = <double*>malloc(k * sizeof(double))
+        S.as_ = <double*>malloc(k * sizeof(double))
+        if S.cls == NULL or S.n_cls == NULL or S.Gs == NULL or S.as_ == NULL:
+            free(S.cls)             # (then every class in every step)
+            free(S.n_cls)
+            free(S.Gs)
+            free(S.as_)
+            S.cls, S.n_cls, S.Gs, S.as_ = NULL, NULL, NULL, NULL
+        else:
+            for i in range(n):
+                S.n_cls[i] = k
+                for m in range(k):
+                    S.cls[i * k + m] = m
     if opt.focus > 0.0 and opt.sampling == CS_SAMPLE_PERMUTATION:
         S.gain = <double*>calloc(nn, sizeof(double))
         S.rows = <Py_ssize_t*>malloc(nn * sizeof(Py_ssize_t))
@@ -528,6 +617,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             values[3] = estimate
             values[4] = <double>S.n_active
             res.status = report_epoch(hook, ctx, epoch, values, res.status)
+    res.shrunk_classes = S.shrunk_classes
     _free_work(&S)
     res.n_epochs = epoch
     res.primal = primal
@@ -551,7 +641,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     ``alpha`` (n, n_classes) are written in place (alpha may hold a feasible warm start),
     reporting every epoch to ``mon`` (which must expect CS_HOOK_VALUES values). ``focus``:
     CsOptions.focus (negative: its default, DEFAULT_FOCUS); ``stats``, a dict that receives
-    ``focused_passes``.
+    ``focused_passes`` and ``shrunk_classes``.
     Returns (status, n_epochs, primal, dual, gap, p0)."""
     cdef CsProblem P
     cdef CsOptions opt = cs_default_options()
@@ -592,4 +682,5 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         cs_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     if stats is not None:
         stats["focused_passes"] = res.focused_passes
+        stats["shrunk_classes"] = res.shrunk_classes
     return (res.status, res.n_epochs, res.primal, res.dual, res.gap, res.p0)

@@ -336,7 +336,8 @@ def _crammer_singer_engine(p, o, mon):
         weight=p.weight, focus=o["focus"], stats=stats)
     coef = np.ascontiguousarray(W[:p.d].T)
     intercept = W[p.d] * bias if bias else np.zeros(k)
-    info = dict(p0=p0, focused_passes=stats["focused_passes"])
+    info = dict(p0=p0, focused_passes=stats["focused_passes"],
+                shrunk_classes=stats["shrunk_classes"])
     if k == 2:      # the binary model of the same predictions (see the docstring)
         return Result(status, n_epochs, coef=coef[1] - coef[0],
                       intercept=float(intercept[1] - intercept[0]), dual=2.0 * alpha[:, 1],
