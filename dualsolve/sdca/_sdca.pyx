@@ -383,24 +383,18 @@ cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double 
     return False
 
 
-cdef inline double _gain_curvature(const SdcaProblem* P, Py_ssize_t i, Py_ssize_t p,
-                                   double scale, double gamma) noexcept nogil:
-    """How concave n times the dual is along coordinate i (point p): the data's
-    ``||x_p||^2 scale`` plus the weighted conjugate's ``c_i phi*(-a / c_i)`` strong
-    convexity, ``gamma / c_i`` (a row of weight 0 never moves)."""
-    cdef double c = _weight(P, i)
-    return P.sqnorm[p] * scale + (gamma / c if c > 0.0 else 0.0)
-
-
-cdef inline void _note_gain(double* gain, Py_ssize_t i, double delta, double curvature,
+cdef inline void _note_gain(const SdcaProblem* P, double* gain, Py_ssize_t i,
+                            Py_ssize_t p, double delta, double scale, double gamma,
                             PassSums* S) noexcept nogil:
-    """Coordinate i's step of ``delta`` gained ``curvature delta^2 / 2`` (``curvature``:
-    _gain_curvature; for an exact step at most n times the dual's rise, the dual being
-    that concave along the coordinate) into gain[i] and S.gain; nothing when gain is
-    NULL."""
-    cdef double g
+    """Coordinate i's (point p's) step of ``delta`` gained ``curvature delta^2 / 2`` into
+    gain[i] and S.gain (nothing when gain is NULL). ``curvature`` is how concave n times
+    the dual is along the coordinate: the data's ``||x_p||^2 scale`` plus the weighted
+    conjugate's ``c_i phi*(-a / c_i)`` strong convexity ``gamma / c_i`` (a row of weight
+    0 never moves); so for an exact step the gain is at most n times the dual's rise."""
+    cdef double c, g
     if gain != NULL:
-        g = 0.5 * curvature * delta * delta
+        c = _weight(P, i)
+        g = 0.5 * (P.sqnorm[p] * scale + (gamma / c if c > 0.0 else 0.0)) * delta * delta
         gain[i] = g
         S.gain += g
 
@@ -545,8 +539,7 @@ cdef Py_ssize_t _epoch_steps(const floating* data, const index_t* indices,
             index[n_active] = i
             continue
         delta = a - alpha[i]
-        if gain != NULL:
-            _note_gain(gain, i, delta, _gain_curvature(P, i, p, scale, gamma), S)
+        _note_gain(P, gain, i, p, delta, scale, gamma, S)
         if delta != 0.0:
             alpha[i] = a
             if p < n_rows:      # (sqnorm holds ||x_p||^2 + bias^2: the row as w sees it)
@@ -909,8 +902,7 @@ cdef void _owned_share(const floating* data, const index_t* indices, const index
             index[k] = index[end]
             index[end] = i
             continue
-        if P.gain != NULL:
-            _note_gain(P.gain, i, a - P.alpha[i], _gain_curvature(P, i, i, scale, gamma), S)
+        _note_gain(P, P.gain, i, i, a - P.alpha[i], scale, gamma, S)
         if a != P.alpha[i]:
             c = (a - P.alpha[i]) * scale
             P.alpha[i] = a
@@ -1329,9 +1321,7 @@ cdef void _block_share(const floating* data, const index_t* indices, const index
                 index[k] = index[end]
                 index[end] = i
                 continue
-            if P.gain != NULL:
-                _note_gain(P.gain, i, a - P.alpha[i],
-                           _gain_curvature(P, i, i, scale, gamma), S)
+            _note_gain(P, P.gain, i, i, a - P.alpha[i], scale, gamma, S)
             if a != P.alpha[i]:
                 c = (a - P.alpha[i]) * scale        # sigma' times the step on w
                 P.alpha[i] = a
