@@ -446,9 +446,10 @@ cdef int _focused_passes(const floating* data, const index_t* indices,
     if not rate > 0.0:
         return 0
     n_rows = focus_select(S.gain, P.n, opt.focus, rows)
-    for r in range(n_rows):     # the work model of _epoch's steps
+    for r in range(n_rows):     # the work model of _epoch's scores (the active classes)
         i = rows[r]
-        work += <double>P.k * (indptr[i + 1] - indptr[i] + 2)
+        work += (<double>(P.k if S.n_cls == NULL else S.n_cls[i])
+                 * (indptr[i + 1] - indptr[i] + 2))
     o.shrinking = 0
     S.index = rows
     S.n_active = n_rows
