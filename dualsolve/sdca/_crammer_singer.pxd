@@ -30,10 +30,10 @@ Per epoch: a random permutation of the rows (or n uniform draws); for row i, the
 (O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort, O(k log k)),
 and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz));
 with shrinking, rows strictly optimal at a vertex of their feasible set leave the pass until
-a check finds them violating, and within a row a class m != y_i at its bound ``a_im = 0``
-whose ``G_m`` is below every class that could rise leaves the row's scores and steps (the
-sub-problem is then solved over the row's remaining classes) until the next exact check
-(liblinear's per-variable shrinking). From the second epoch on, before each pass, focused passes
+a check finds them violating, and within a row a class at its bound (``a_im = 0``, or
+``a_{i y_i} = c_i`` for y_i) whose ``G_m`` is below every class that could rise leaves the
+row's scores and steps (the sub-problem is then solved over the row's remaining classes,
+which keep their sum) until the next exact check (liblinear's per-variable shrinking). From the second epoch on, before each pass, focused passes
 (``CsOptions.focus``) over the rows whose last steps gained the most: a step's gain is
 ``q ||a_new - a_old||^2 / 2`` (``q = ||x_i||^2 / (lam n)``; the row's sub-problem is
 q-strongly convex, so this is at most n times the dual's rise).
@@ -113,6 +113,7 @@ cdef CsOptions cs_default_options() noexcept nogil
 # w_m.x_i + e_{y m}), a its current variables (k values), q = ||x_i||^2 / (lam n) > 0, its
 # class y and weight c > 0, write to a_new the minimiser of (q/2) ||a' - a||^2 + <a' - a, G>
 # over {a'_m <= 0 (m != y), a'_y <= c, sum_m a'_m = 0} (the dual's maximiser along the row);
+# y = -1: over {a'_m <= 0, sum_m a'_m = -c} (the row's other classes, y held at its bound c).
 # v is work of k entries. O(k log k): one sort.
 cdef void cs_subproblem(const double* G, const double* a, double q, Py_ssize_t y, double c,
                         Py_ssize_t k, double* a_new, double* v) noexcept nogil

@@ -67,7 +67,8 @@ cdef void cs_subproblem(const double* G, const double* a, double q, Py_ssize_t y
     cdef double beta, s
     for m in range(k):
         v[m] = G[m] - q * a[m]
-    v[y] += q * c
+    if y >= 0:
+        v[y] += q * c
     memcpy(a_new, v, k * sizeof(double))      # a_new holds v until the end
     qsort(v, k, sizeof(double), _descending)
     # r = 1 always qualifies (v_(1) - (v_(1) - q c) = q c > 0); the condition
@@ -282,6 +283,7 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
     cdef double* gain = S.gain
     cdef Py_ssize_t* L
     cdef Py_ssize_t na, j, yj
+    cdef bint y_in, drop
     cdef double viol_old = S.viol_old, viol_max = 0.0
     cdef double* ai
     cdef double* wp
@@ -319,10 +321,13 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
         gmax = -INFINITY
         gmin = INFINITY
         ag = 0.0
+        y_in = False
         for j in range(na):
             m = L[j] if L != NULL else j
             if m != y:
                 G[m] += 1.0
+            else:
+                y_in = True
             if G[m] > gmax:
                 gmax = G[m]
             ag += ai[m] * G[m]
@@ -332,10 +337,30 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
         cost += work
         S.since_poll += <Py_ssize_t>work
         if shrink:
+            # strictly optimal at a vertex by more than last pass's violations?
             v = _vertex(ai, y, c, k)
-            if v >= 0 and _lead(G, v, L, na) > viol_old:
-                # strictly optimal at a vertex by more than last pass's violations: drop it
-                # (swap to the end of the active rows; this position is visited again)
+            drop = v >= 0 and _lead(G, v, L, na) > viol_old
+            if not drop and L != NULL:
+                # a class at its bound (0; c for y) scoring below every class that could
+                # rise cannot gain by falling: out of the row's steps until the next exact
+                # check (liblinear's per-variable shrinking; the rest keep their sum)
+                j = na - 1
+                while j >= 0:
+                    m = L[j]
+                    if ai[m] == (c if m == y else 0.0) and G[m] < gmin:
+                        na -= 1
+                        L[j] = L[na]
+                        L[na] = m
+                        S.shrunk_classes += 1
+                    j -= 1
+                S.n_cls[i] = na
+                # with one class left the row cannot move (its sum is fixed; liblinear
+                # drops such an instance): it is at a vertex, or within rounding of one
+                # (a step's -c is q c / q), which _vertex does not accept
+                drop = na <= 1
+            if drop:
+                # out of the active rows until a check (swap to the end of the active
+                # rows; this position is visited again)
                 if gain != NULL:
                     gain[i] = 0.0
                 pos -= 1
@@ -343,21 +368,8 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
                 S.index[pos] = S.index[n_active]
                 S.index[n_active] = i
                 continue
-        if shrink and L != NULL:
-            # a class at its bound 0 scoring below every class that could rise cannot
-            # gain by falling: out of the row's steps until the next exact check
-            # (liblinear's per-variable shrinking; y stays, so the others sum to -a_y)
-            j = na - 1
-            while j >= 0:
-                m = L[j]
-                if m != y and ai[m] == 0.0 and G[m] < gmin:
-                    na -= 1
-                    L[j] = L[na]
-                    L[na] = m
-                    S.shrunk_classes += 1
-                j -= 1
-            S.n_cls[i] = na
-        pass_gap += c * (gmax - G[y]) + ag
+        # (a shrunk y sits at a_y = c, where its score cancels out of the row's gap)
+        pass_gap += c * (gmax - G[y]) + ag if y_in else c * gmax + ag
         if gmax <= gmin:            # KKT: no feasible direction improves the row
             if gain != NULL:
                 gain[i] = 0.0
@@ -378,7 +390,7 @@ cdef int _epoch(const floating* data, const index_t* indices, const index_t* ind
         if L == NULL:
             cs_subproblem(G, ai, q, y, c, k, S.a_new, S.v)
         else:                       # the sub-problem of the active classes, gathered
-            yj = 0
+            yj = -1                 # (y shrunk: the active classes sum to -c)
             for j in range(na):
                 S.Gs[j] = G[L[j]]
                 S.as_[j] = ai[L[j]]
