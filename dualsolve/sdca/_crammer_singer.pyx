@@ -457,7 +457,8 @@ cdef int _focused_passes(const floating* data, const index_t* indices,
     done[0] = 0.0
     if not rate > 0.0:
         return 0
-    n_rows = focus_select(S.gain, P.n, opt.focus, rows)
+    # (a row leaving the active rows has its gain zeroed: only active rows can be chosen)
+    n_rows = focus_select(S.gain, S.index, S.n_active, opt.focus, rows)
     for r in range(n_rows):     # the work model of _epoch's scores (the active classes)
         i = rows[r]
         work += (<double>(P.k if S.n_cls == NULL else S.n_cls[i])

@@ -1371,7 +1371,7 @@ cdef Py_ssize_t _focus_rows(const index_t* indptr, const SdcaProblem* P, double 
                             Py_ssize_t* rows, double* work) noexcept nogil:
     """focus_select's coordinates (CSR rows) into rows; their work (nnz + 16 each) into
     work."""
-    cdef Py_ssize_t count = focus_select(P.gain, P.n, share, rows), r, i
+    cdef Py_ssize_t count = focus_select(P.gain, NULL, P.n, share, rows), r, i
     work[0] = 0.0
     for r in range(count):
         i = rows[r]

@@ -33,17 +33,20 @@ cdef inline int _focus_bin(double g) noexcept nogil:
     return e + FOCUS_BIAS
 
 
-cdef inline Py_ssize_t focus_select(const double* gain, Py_ssize_t n, double share,
+cdef inline Py_ssize_t focus_select(const double* gain, const Py_ssize_t* among,
+                                    Py_ssize_t n, double share,
                                     Py_ssize_t* rows) noexcept nogil:
     """The rows of the largest gains that add up to at least ``share`` of them all, cut at
-    a power of two, into ``rows``; returns their count."""
+    a power of two, into ``rows``; returns their count. The rows are ``among[:n]``, or
+    0 .. n - 1 when ``among`` is NULL (a loop whose inactive rows all have gain 0 passes
+    its active rows: the same rows, found in time of the active set, in its order)."""
     cdef double sums[FOCUS_BINS]
     cdef double total = 0.0, acc = 0.0, g, least
-    cdef Py_ssize_t i, count = 0
+    cdef Py_ssize_t r, i, count = 0
     cdef int cut = FOCUS_BINS - 1
     memset(sums, 0, sizeof(sums))
-    for i in range(n):
-        g = gain[i]
+    for r in range(n):
+        g = gain[r if among == NULL else among[r]]
         if g > 0.0:
             sums[_focus_bin(g)] += g
             total += g
@@ -57,7 +60,8 @@ cdef inline Py_ssize_t focus_select(const double* gain, Py_ssize_t n, double sha
     # the least gain of bin cut (frexp's mantissa is in [1/2, 1)): 0 below the subnormals
     # when every bin counts, inf for the bin of inf
     least = ldexp(0.5, cut - FOCUS_BIAS)
-    for i in range(n):
+    for r in range(n):
+        i = r if among == NULL else among[r]
         g = gain[i]
         if g > 0.0 and g >= least:
             rows[count] = i
