@@ -26,17 +26,22 @@ Minimal use::
     with nogil:
         cs_run(data, indices, indptr, &P, &opt, &res, NULL, NULL)
 
-Per epoch: a random permutation of the rows (or n uniform draws); for row i, the k scores
-(O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort, O(k log k)),
-and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable moved (O(k nnz));
-with shrinking, rows strictly optimal at a vertex of their feasible set leave the pass until
-a check finds them violating, and within a row a class at its bound (``a_im = 0``, or
-``a_{i y_i} = c_i`` for y_i) whose ``G_m`` is below every class that could rise leaves the
-row's scores and steps (the sub-problem is then solved over the row's remaining classes,
-which keep their sum) until the next exact check (liblinear's per-variable shrinking). From the second epoch on, before each pass, focused passes
-(``CsOptions.focus``) over the rows whose last steps gained the most: a step's gain is
-``q ||a_new - a_old||^2 / 2`` (``q = ||x_i||^2 / (lam n)``; the row's sub-problem is
-q-strongly convex, so this is at most n times the dual's rise).
+Per pass: a random permutation of the active rows (or as many uniform draws); for row i,
+the k scores (O(k nnz)), the exact solution of the row's k-dimensional sub-problem (a sort,
+O(k log k)), and ``w += (a_new - a_old)_m x_i / (lam n)`` for the classes whose variable
+moved (O(k nnz)). With shrinking, rows strictly optimal at a vertex of their feasible set
+leave the passes until a check finds them violating, and within a row a class at its bound
+(``a_im = 0``, or ``a_{i y_i} = c_i`` for y_i) whose ``G_m`` is below every class that could
+rise leaves the row's scores and steps (the sub-problem is then solved over the row's
+remaining classes, which keep their sum) until the next exact check (liblinear's
+per-variable shrinking); a row left with one class leaves the passes too. From the second
+pass on, before each pass, focused passes (``CsOptions.focus``) over the rows whose last
+steps gained the most: a step's gain is ``q ||a_new - a_old||^2 / 2`` (``q = ||x_i||^2 /
+(lam n)``; the row's sub-problem is q-strongly convex, so this is at most n times the
+dual's rise). An epoch (``max_epochs``, the hook's reports, the checks' schedule) is one
+pass, or, once shrinking has left less than a whole pass's work (``k (nnz + 2)`` summed
+over the rows), as many passes as add up to it, unless the pass estimate already reaches
+the target (or ``check_every = 1``).
 The exact duality gap ``P(W) - D(a)`` is computed from fresh scores with compensated sums;
 before a gap can certify, ``w`` is recomputed from ``alpha``. ``alpha`` may hold a feasible
 warm start (``w`` is computed from it).

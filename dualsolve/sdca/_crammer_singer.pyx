@@ -506,7 +506,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     P(0); never for tol = 0) or ``max_epochs``; returns ``res.status``."""
     cdef Py_ssize_t i, m, epoch, n = P.n, k = P.k, nn = P.n if P.n > 0 else 1
     cdef double primal = NAN, dual = NAN, gap = NAN, p0 = 0.0, target, floor, estimate
-    cdef double predicted = NAN, check_cost = 0.0, c, focus_cost
+    cdef double predicted = NAN, check_cost = 0.0, c, focus_cost, epoch_cost
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
     cdef int stop
@@ -596,19 +596,31 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         res.status = report_epoch(hook, ctx, 0, values, res.status)
     while res.status == STATUS_MAX_EPOCHS and epoch < opt.max_epochs:
         epoch += 1
-        focus_cost = 0.0
-        stop = 0 if S.gain == NULL else _focused_passes(
-            data, indices, indptr, P, opt, &S, S.rows, res, &focus_cost, hook, ctx)
-        if stop == 0:
-            stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
+        # an epoch is at least a whole pass's work: once shrinking has left few rows and
+        # classes, several passes over the active ones (letter at C = 0.1: about 300 of
+        # 16,000 rows), until their estimate (scaled as the last check found it) reaches
+        # the target, or one pass when a check is asked for every pass
+        epoch_cost = 0.0
+        while True:
+            focus_cost = 0.0
+            stop = 0 if S.gain == NULL else _focused_passes(
+                data, indices, indptr, P, opt, &S, S.rows, res, &focus_cost, hook, ctx)
+            if stop == 0:
+                stop = _epoch(data, indices, indptr, P, opt, &S, hook, ctx)
+            epoch_cost += S.pass_cost + focus_cost
+            if stop != 0:
+                break
+            # shrunk rows have no gap: the active rows' mean, scaled to the n rows
+            estimate = NAN if opt.check_every == 1 else \
+                S.pass_gap / (S.visits if S.visits else 1) * S.n_active / n
+            if not (estimate * sched.calib > target and S.pass_cost > 0.0
+                    and epoch_cost < check_cost):
+                break
         if stop != 0:               # cut short by a poll (Ctrl-C): no check, no report
             res.status = stop
             break
-        # shrunk rows have no gap: the active rows' mean, scaled to the n rows
-        estimate = NAN if opt.check_every == 1 else \
-            S.pass_gap / (S.visits if S.visits else 1) * S.n_active / n
         checked = schedule_check_now(&sched, epoch, opt.max_epochs, estimate,
-                                     S.pass_cost + focus_cost, target, &predicted)
+                                     epoch_cost, target, &predicted)
         if checked:
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)

@@ -95,7 +95,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
         One epoch is one pass over the rows (and the focused passes before it, ``focus``);
-        ending here warns (ConvergenceWarning) with the gap reached.
+        ending here warns (ConvergenceWarning) with the gap reached. With
+        ``multi_class="crammer_singer"`` an epoch is at least a whole pass's work: once
+        shrinking has left few rows and classes, several passes over them.
     check_every : "auto" or int >= 1
         When to compute the exact duality gap (one extra pass over X). ``1``: after every
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
