@@ -11,7 +11,8 @@ For each set and C: ours at a certified relative gap ``tol`` (default 1e-8) and 
 ``-s 4 -e EPS`` (default 1e-6; liblinear's own rule, maxG - minG over a pass, which certifies
 nothing; its iteration cap is 100,000), both single-threaded, in alternating rounds (median
 seconds; liblinear's conversion of X into its format outside its timer); ours once per
-``--focus`` value (focused passes, docs/sdca.md; 0 is the plain loop). The primal
+``--focus`` value (focused passes, docs/sdca.md; 0 is the plain loop) and ``--n-jobs``
+value (its exact checks and resyncs in threads; liblinear stays on one). The primal
 objective ``(1/n) sum_i max_m (e_{y_i m} + w_m.x_i - w_{y_i}.x_i) + (lam/2)||W||^2``,
 ``lam = 1/(C n)``, is computed here in NumPy from both W's; ``rel diff`` is
 ``(P_ours - P_liblinear) / P_liblinear``.
@@ -19,7 +20,7 @@ objective ``(1/n) sum_i max_m (e_{y_i m} + w_m.x_i - w_{y_i}.x_i) + (lam/2)||W||
 Usage::
 
     DUALSOLVE_DATA=... python bench/crammer_singer.py [--sets satellite letter news20]
-        [--C 1 0.1] [--tol 1e-8] [--eps 1e-6] [--focus 0.5 0] [--rounds 3]
+        [--C 1 0.1] [--tol 1e-8] [--eps 1e-6] [--focus 0.5 0] [--n-jobs 1 2] [--rounds 3]
         [--json bench/results/crammer_singer.json]
 """
 import argparse
@@ -71,10 +72,10 @@ def cs_primal(W, X, codes, lam):
     return float(L.mean() + 0.5 * lam * (W ** 2).sum())
 
 
-def run_ours(X, y, C, tol, focus):
+def run_ours(X, y, C, tol, focus, n_jobs):
     t0 = time.perf_counter()
     m = ds.train_sdca(X, y, loss="hinge", multi_class="crammer_singer", C=C, tol=tol,
-                      max_epochs=1_000_000, focus=focus)
+                      max_epochs=1_000_000, focus=focus, n_jobs=n_jobs)
     return time.perf_counter() - t0, m
 
 
@@ -101,13 +102,15 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-8)
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--focus", nargs="+", type=float, default=[0.5])
+    ap.add_argument("--n-jobs", nargs="+", type=int, default=[1])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     rows = []
-    print("| set | C | focus | P ours | P liblinear | rel diff | our gap | epochs | train acc "
-          "ours / lib | test acc ours / lib | s ours | s liblinear |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    runs = [(f, j) for f in a.focus for j in a.n_jobs]
+    print("| set | C | focus | n_jobs | P ours | P liblinear | rel diff | our gap | epochs | "
+          "train acc ours / lib | test acc ours / lib | s ours | s liblinear |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in a.sets:
         X, y, Xt, yt = load(name)
         classes = np.unique(y)
@@ -115,31 +118,32 @@ def main(argv=None):
         k = len(classes)
         for C in a.C:
             lam = 1.0 / (C * X.shape[0])
-            ours_t, lib_t, models = {f: [] for f in a.focus}, [], {}
+            ours_t, lib_t, models = {r: [] for r in runs}, [], {}
             for _ in range(a.rounds):
-                for f in a.focus:
-                    t, models[f] = run_ours(X, y, C, a.tol, f)
-                    ours_t[f].append(t)
+                for f, j in runs:
+                    t, models[f, j] = run_ours(X, y, C, a.tol, f, j)
+                    ours_t[f, j].append(t)
                 t, W = run_liblinear(X, codes, k, C, a.eps)
                 lib_t.append(t)
             pl = cs_primal(W, X, codes, lam)
             acc = lambda Wm, A, lab: float(np.mean(classes[np.argmax(A @ Wm.T, 1)] == lab))  # noqa: E731
-            for f, m in models.items():
+            for (f, j), m in models.items():
                 po = cs_primal(m.coef, X, codes, lam)
                 row = dict(set=name, C=C, n=X.shape[0], k=k, tol=a.tol, eps=a.eps, focus=f,
+                           n_jobs=j,
                            focused_passes=m.params["focused_passes"],
                            primal_ours=po, primal_liblinear=pl, rel_diff=(po - pl) / pl,
                            gap=float(m.history["gap"][-1]), stop_reason=m.stop_reason,
                            epochs=m.n_epochs, train_acc_ours=acc(m.coef, X, y),
                            train_acc_liblinear=acc(W, X, y), test_acc_ours=acc(m.coef, Xt, yt),
-                           test_acc_liblinear=acc(W, Xt, yt), seconds_ours=ours_t[f],
+                           test_acc_liblinear=acc(W, Xt, yt), seconds_ours=ours_t[f, j],
                            seconds_liblinear=lib_t)
                 rows.append(row)
-                print(f"| {name} | {C:g} | {f:g} | {po:.10f} | {pl:.10f} | "
+                print(f"| {name} | {C:g} | {f:g} | {j} | {po:.10f} | {pl:.10f} | "
                       f"{row['rel_diff']:.1e} | {row['gap']:.1e} | {m.n_epochs} | "
                       f"{row['train_acc_ours']:.4f} / {row['train_acc_liblinear']:.4f} | "
                       f"{row['test_acc_ours']:.4f} / {row['test_acc_liblinear']:.4f} | "
-                      f"{np.median(ours_t[f]):.2f} | {np.median(lib_t):.2f} |", flush=True)
+                      f"{np.median(ours_t[f, j]):.2f} | {np.median(lib_t):.2f} |", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(machine=platform.machine(), python=platform.python_version(),

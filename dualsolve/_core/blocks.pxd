@@ -19,6 +19,10 @@ cdef enum:
     #: millisecond, and a parallel region's start and the blocks' merge are a larger
     #: share (the CSR check's bound, _core/csr.pyx)
     BLOCKS_MIN_NNZ = 1 << 18
+    #: slices of the rows per thread in a threaded exact check (SDCA's, Crammer-Singer's),
+    #: taken as the threads come free: a thread slowed by another process holds the check
+    #: up by one slice, not by half of it
+    CHECK_SLICES = 8
     #: a row's cost in nonzeros (its loop's overhead, its scores' and loss's arithmetic)
     BLOCK_ROW_COST = 4
     #: a mini-batch step of at least this many nonzeros (its mean) may run in the team's

@@ -98,6 +98,9 @@ ctypedef struct CsOptions:
                               # unit of work than that pass did (the binary loop's focused
                               # passes, focus.pxd); 0: none. Permutation sampling only
     double focus_work         # at most this many passes' work of them per epoch
+    int n_threads             # threads for the exact checks and the resyncs of w (on k
+                              # nnz(X) >= 2^18; the passes stay on one thread: the same
+                              # iterates for any count, the certificate's last bits aside)
 
 
 ctypedef struct CsResult:

@@ -23,6 +23,7 @@ The pass also sees, before each step, the row's Fenchel-Young gap
 ``c_i max_m G_m - c_i G_y + <a_i, G>`` (its share of n times the duality gap), whose mean
 predicts the gap and schedules the exact checks (``dualsolve.sdca.schedule``).
 """
+from cython.parallel cimport prange
 from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memset, memcpy
@@ -36,6 +37,7 @@ from dualsolve._core.status cimport (STATUS_CONVERGED, STATUS_MAX_EPOCHS, STATUS
 from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
+from dualsolve._core.blocks cimport BLOCKS_MIN_NNZ, CHECK_SLICES
 from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked,
@@ -53,6 +55,7 @@ cdef CsOptions cs_default_options() noexcept nogil:
     o.poll_work = 1 << 24
     o.focus = focus_default_share()
     o.focus_work = focus_default_work()
+    o.n_threads = 1
     return o
 
 
@@ -153,19 +156,25 @@ cdef inline void _scores_of(const floating* data, const index_t* ind, Py_ssize_t
             z[L[j]] += bias * wp[L[j]]
 
 
-cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
-                  CsProblem* P) noexcept nogil:
-    """w = X^T alpha / (lam n), from scratch."""
-    cdef Py_ssize_t i, t, m, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
+cdef void _resync_classes(const floating* data, const index_t* indices, const index_t* indptr,
+                         CsProblem* P, Py_ssize_t m0, Py_ssize_t m1) noexcept nogil:
+    """w_m = X^T alpha_m / (lam n) from scratch for the classes m0 <= m < m1 (each entry
+    summed in row order, whatever the range)."""
+    cdef Py_ssize_t i, t, m, j, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double scale = 1.0 / (P.lam * P.n), x
     cdef const double* ai
     cdef double* wp
     cdef bint nonzero
-    memset(P.w, 0, dw * k * sizeof(double))
+    if m0 == 0 and m1 == k:
+        memset(P.w, 0, dw * k * sizeof(double))
+    else:
+        for j in range(dw):
+            for m in range(m0, m1):
+                P.w[j * k + m] = 0.0
     for i in range(P.n):
         ai = P.alpha + i * k
         nonzero = False
-        for m in range(k):
+        for m in range(m0, m1):
             if ai[m] != 0.0:
                 nonzero = True
                 break
@@ -175,13 +184,27 @@ cdef void _resync(const floating* data, const index_t* indices, const index_t* i
         for t in range(start, indptr[i + 1]):
             x = data[t] * scale
             wp = P.w + <Py_ssize_t>indices[t] * k
-            for m in range(k):
+            for m in range(m0, m1):
                 wp[m] += ai[m] * x
         if P.bias != 0.0:
             wp = P.w + P.d * k
             x = P.bias * scale
-            for m in range(k):
+            for m in range(m0, m1):
                 wp[m] += ai[m] * x
+
+
+cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
+                  CsProblem* P, int threads) noexcept nogil:
+    """w = X^T alpha / (lam n), from scratch; with threads, each a range of the classes
+    (the serial w bit for bit)."""
+    cdef Py_ssize_t t, k = P.k
+    if threads > k:
+        threads = <int>k
+    if threads <= 1:
+        _resync_classes(data, indices, indptr, P, 0, k)
+        return
+    for t in prange(threads, num_threads=threads, schedule="static"):
+        _resync_classes(data, indices, indptr, P, k * t // threads, k * (t + 1) // threads)
 
 
 cdef inline Py_ssize_t _vertex(const double* a, Py_ssize_t y, double c,
@@ -215,18 +238,17 @@ cdef inline double _lead(const double* G, Py_ssize_t v, const Py_ssize_t* L,
     return G[v] - mx
 
 
-cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
-                 CsProblem* P, _Work* S, double* primal, double* dual, double* gap) noexcept nogil:
-    """Exact primal, dual and gap, every score recomputed, compensated sums; re-activates
-    the shrunk rows whose vertex class no longer strictly leads."""
-    cdef Py_ssize_t i, m, y, v, pos, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
-    cdef double c, mx, t, loss_sum, ay_sum, wn
-    cdef double* z = S.G
-    cdef KahanSum ls = ksum_new(), ys = ksum_new(), ws = ksum_new()
-    for i in range(P.n):
+cdef void _check_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                      CsProblem* P, _Work* S, Py_ssize_t lo, Py_ssize_t hi, double* z,
+                      KahanSum* ls, KahanSum* ys) noexcept nogil:
+    """Rows lo .. hi - 1 of _check: their losses into ls, their a_iy into ys, their
+    ``leads`` (when rows are shrunk); z is work of k entries."""
+    cdef Py_ssize_t i, m, y, v, k = P.k, start
+    cdef double c, mx, t
+    for i in range(lo, hi):
         c = P.weight[i] if P.weight != NULL else 1.0
         y = P.label[i]
-        ksum_add(&ys, P.alpha[i * k + y])
+        ksum_add(ys, P.alpha[i * k + y])
         if c == 0.0:
             continue
         start = indptr[i]
@@ -237,13 +259,53 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
                 t = z[m] + 1.0
                 if t > mx:
                     mx = t
-        ksum_add(&ls, c * (mx - z[y]))
+        ksum_add(ls, c * (mx - z[y]))
         if S.n_active < P.n:
             for m in range(k):
                 if m != y:
                     z[m] += 1.0
             v = _vertex(P.alpha + i * k, y, c, k)
             S.leads[i] = v >= 0 and _lead(z, v, NULL, k) > 0.0
+
+
+cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,
+                 CsProblem* P, _Work* S, double* primal, double* dual, double* gap,
+                 int threads) noexcept nogil:
+    """Exact primal, dual and gap, every score recomputed, compensated sums; re-activates
+    the shrunk rows whose vertex class no longer strictly leads. With threads, the rows
+    and then the entries of w in CHECK_SLICES slices a thread, taken as the threads come
+    free, their sums added in slice order (the binary loop's scheme, _sdca.pyx)."""
+    cdef Py_ssize_t i, s, pos, k = P.k, dw = P.d + (1 if P.bias != 0.0 else 0)
+    cdef Py_ssize_t slices = CHECK_SLICES * threads, size = dw * k, lo, hi
+    cdef double loss_sum, ay_sum, wn
+    cdef KahanSum ls = ksum_new(), ys = ksum_new(), ws = ksum_new()
+    cdef KahanSum* parts = NULL
+    cdef double* z = NULL
+    if threads > 1:
+        parts = <KahanSum*>malloc(3 * slices * sizeof(KahanSum))
+        z = <double*>malloc(slices * k * sizeof(double))
+    if parts == NULL or z == NULL:
+        _check_rows(data, indices, indptr, P, S, 0, P.n, S.G, &ls, &ys)
+        for i in range(size):
+            ksum_add(&ws, P.w[i] * P.w[i])
+    else:
+        for s in prange(slices, num_threads=threads, schedule="dynamic"):
+            parts[3 * s] = ksum_new()
+            parts[3 * s + 1] = ksum_new()
+            _check_rows(data, indices, indptr, P, S, P.n * s // slices,
+                        P.n * (s + 1) // slices, z + s * k, &parts[3 * s], &parts[3 * s + 1])
+        for s in prange(slices, num_threads=threads, schedule="dynamic"):
+            parts[3 * s + 2] = ksum_new()
+            lo = size * s // slices
+            hi = size * (s + 1) // slices
+            for i in range(lo, hi):
+                ksum_add(&parts[3 * s + 2], P.w[i] * P.w[i])
+        for s in range(slices):
+            ksum_add(&ls, ksum_value(&parts[3 * s]))
+            ksum_add(&ys, ksum_value(&parts[3 * s + 1]))
+            ksum_add(&ws, ksum_value(&parts[3 * s + 2]))
+    free(parts)
+    free(z)
     if S.n_cls != NULL:             # every class of every row back in the passes
         for i in range(P.n):
             S.n_cls[i] = k
@@ -255,8 +317,6 @@ cdef void _check(const floating* data, const index_t* indices, const index_t* in
             S.index[S.n_active] = i
             S.n_active += 1
         pos += 1
-    for i in range(dw * k):
-        ksum_add(&ws, P.w[i] * P.w[i])
     loss_sum, ay_sum, wn = ksum_value(&ls), ksum_value(&ys), ksum_value(&ws)
     primal[0] = loss_sum / P.n + 0.5 * P.lam * wn
     dual[0] = ay_sum / P.n - 0.5 * P.lam * wn
@@ -509,7 +569,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     cdef double predicted = NAN, check_cost = 0.0, c, focus_cost, epoch_cost
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
-    cdef int stop
+    cdef int stop, threads
     cdef double values[CS_HOOK_VALUES]
     cdef _Work S
     res.n_epochs = 0
@@ -569,6 +629,9 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             if P.alpha[i * k + m] != 0.0:
                 cold = False
     p0 /= n
+    # the checks and resyncs in threads on k nnz(X) of at least BLOCKS_MIN_NNZ (below, a
+    # pass takes well under a millisecond; the passes themselves stay on one thread)
+    threads = opt.n_threads if opt.n_threads > 1 and check_cost >= BLOCKS_MIN_NNZ else 1
     S.since_poll = 0
     S.n_active = n
     S.viol_old = INFINITY
@@ -584,8 +647,8 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         memset(P.w, 0, (P.d + (1 if P.bias != 0.0 else 0)) * k * sizeof(double))
         primal, dual, gap = p0, 0.0, p0
     else:
-        _resync(data, indices, indptr, P)
-        _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+        _resync(data, indices, indptr, P, threads)
+        _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
     epoch = 0
     if gap_certifies(gap, primal - gap, opt.tol, floor):
         res.status = STATUS_CONVERGED
@@ -625,13 +688,13 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync(data, indices, indptr, P)
-            _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+                _resync(data, indices, indptr, P, threads)
+            _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync(data, indices, indptr, P)
-                _check(data, indices, indptr, P, &S, &primal, &dual, &gap)
+                _resync(data, indices, indptr, P, threads)
+                _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
             schedule_checked(&sched, gap)
@@ -662,12 +725,12 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
           double lam, double bias, double[:, ::1] w, double[:, ::1] alpha, double tol,
           Py_ssize_t max_epochs, Py_ssize_t check_every, int sampling, bint shrinking,
           unsigned long long seed, mon, weight=None, Py_ssize_t poll_work=0,
-          double focus=-1.0, stats=None):
+          double focus=-1.0, stats=None, int n_threads=1):
     """Run cs_run on validated arrays: ``w`` (n_features + (bias != 0), n_classes) and
     ``alpha`` (n, n_classes) are written in place (alpha may hold a feasible warm start),
     reporting every epoch to ``mon`` (which must expect CS_HOOK_VALUES values). ``focus``:
     CsOptions.focus (negative: its default, DEFAULT_FOCUS); ``stats``, a dict that receives
-    ``focused_passes`` and ``shrunk_classes``.
+    ``focused_passes`` and ``shrunk_classes``; ``n_threads``: CsOptions.n_threads.
     Returns (status, n_epochs, primal, dual, gap, p0)."""
     cdef CsProblem P
     cdef CsOptions opt = cs_default_options()
@@ -704,6 +767,7 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
         opt.poll_work = poll_work
     if focus >= 0.0:
         opt.focus = focus
+    opt.n_threads = max(1, n_threads)
     with nogil:
         cs_run(&data[0], &indices[0], &indptr[0], &P, &opt, &res, python_hook, <void*>mon)
     if stats is not None:

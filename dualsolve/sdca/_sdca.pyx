@@ -45,6 +45,7 @@ from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init
                                    DS_STORE_RELEASE, DS_CPU_RELAX, DS_HAVE_ATOMICS)
 from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP, DS_WTIME
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
+from dualsolve._core.blocks cimport CHECK_SLICES
 from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -216,10 +217,6 @@ cdef double _dual_value(SdcaProblem* P) noexcept nogil:
         ksum_add(&ws, P.w[i] * P.w[i])
     P.w_norm = sqrt(ksum_value(&ws)) * (1.0 + 1e-12)
     return -ksum_value(&cs) / P.n - 0.5 * P.lam * ksum_value(&ws)
-
-
-# slices of the rows per thread in a threaded check (taken as the threads come free)
-cdef Py_ssize_t CHECK_SLICES = 8
 
 
 cdef void _check(const floating* data, const index_t* indices, const index_t* indptr,

@@ -163,7 +163,9 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         them). ``params["threaded_epochs"]`` counts the whole passes in threads;
         ``params["threads_vs_one"]`` is the feature-owned pass's time per unit of work in
         threads over one thread's, as last measured (above 0.95 the passes ran on one
-        thread; None: not timed).
+        thread; None: not timed). Crammer-Singer: the exact checks and the resyncs of W
+        in threads (each thread a range of the classes), the passes on one thread, so
+        the iterates are one thread's.
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
     class_weight : dict label -> weight >= 0, or "balanced", optional
@@ -335,7 +337,7 @@ def _crammer_singer_engine(p, o, mon):
     status, n_epochs, primal, dual, gap, p0 = _crammer_singer.solve(
         p.X.data, p.X.indices, p.X.indptr, p.d, codes, k, p.lam, bias, W, alpha, p.tol,
         p.max_epochs, check, SAMPLING[o["sampling"]], o["shrinking"], p.seed, mon,
-        weight=p.weight, focus=o["focus"], stats=stats)
+        weight=p.weight, focus=o["focus"], stats=stats, n_threads=p.n_jobs)
     coef = np.ascontiguousarray(W[:p.d].T)
     intercept = W[p.d] * bias if bias else np.zeros(k)
     info = dict(p0=p0, focused_passes=stats["focused_passes"],
