@@ -156,55 +156,85 @@ cdef inline void _scores_of(const floating* data, const index_t* ind, Py_ssize_t
             z[L[j]] += bias * wp[L[j]]
 
 
-cdef void _resync_classes(const floating* data, const index_t* indices, const index_t* indptr,
-                         CsProblem* P, Py_ssize_t m0, Py_ssize_t m1) noexcept nogil:
-    """w_m = X^T alpha_m / (lam n) from scratch for the classes m0 <= m < m1 (each entry
-    summed in row order, whatever the range)."""
-    cdef Py_ssize_t i, t, m, j, k = P.k, start, dw = P.d + (1 if P.bias != 0.0 else 0)
+cdef void _resync_features(const floating* data, const index_t* indices,
+                          const index_t* indptr, CsProblem* P, Py_ssize_t j0,
+                          Py_ssize_t j1) noexcept nogil:
+    """The rows j0 <= j < j1 of w (features; j = d the bias's) from scratch: w_j = sum_i
+    x_ij a_i / (lam n), each entry summed in row order, whatever the range. A range's
+    rows of w are contiguous (feature-major), so threads on ranges share no cache line
+    but at their ends."""
+    cdef Py_ssize_t i, t, m, j, k = P.k, dw = P.d + (1 if P.bias != 0.0 else 0)
     cdef double scale = 1.0 / (P.lam * P.n), x
     cdef const double* ai
     cdef double* wp
-    cdef bint nonzero
-    if m0 == 0 and m1 == k:
-        memset(P.w, 0, dw * k * sizeof(double))
-    else:
-        for j in range(dw):
-            for m in range(m0, m1):
-                P.w[j * k + m] = 0.0
+    cdef bint nonzero, whole
+    if j1 > dw:                     # (the last range's end, d + 1, without a bias)
+        j1 = dw
+    whole = j0 == 0 and j1 == dw
+    if j1 > j0:
+        memset(P.w + j0 * k, 0, (j1 - j0) * k * sizeof(double))
     for i in range(P.n):
         ai = P.alpha + i * k
         nonzero = False
-        for m in range(m0, m1):
+        for m in range(k):
             if ai[m] != 0.0:
                 nonzero = True
                 break
         if not nonzero:
             continue
-        start = indptr[i]
-        for t in range(start, indptr[i + 1]):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = indices[t]
+            if not whole and (j < j0 or j >= j1):
+                continue
             x = data[t] * scale
-            wp = P.w + <Py_ssize_t>indices[t] * k
-            for m in range(m0, m1):
+            wp = P.w + j * k
+            for m in range(k):
                 wp[m] += ai[m] * x
-        if P.bias != 0.0:
+        if P.bias != 0.0 and j0 <= P.d < j1:
             wp = P.w + P.d * k
             x = P.bias * scale
-            for m in range(m0, m1):
+            for m in range(k):
                 wp[m] += ai[m] * x
 
 
 cdef void _resync(const floating* data, const index_t* indices, const index_t* indptr,
-                  CsProblem* P, int threads) noexcept nogil:
-    """w = X^T alpha / (lam n), from scratch; with threads, each a range of the classes
-    (the serial w bit for bit)."""
-    cdef Py_ssize_t t, k = P.k
-    if threads > k:
-        threads = <int>k
-    if threads <= 1:
-        _resync_classes(data, indices, indptr, P, 0, k)
+                  CsProblem* P, const Py_ssize_t* cuts, int threads) noexcept nogil:
+    """w = X^T alpha / (lam n), from scratch; with threads, thread t the features
+    cuts[t] .. cuts[t + 1] (equal shares of the nonzeros): the serial w bit for bit."""
+    cdef Py_ssize_t t
+    if threads <= 1 or cuts == NULL:
+        _resync_features(data, indices, indptr, P, 0, P.d + 1)
         return
     for t in prange(threads, num_threads=threads, schedule="static"):
-        _resync_classes(data, indices, indptr, P, k * t // threads, k * (t + 1) // threads)
+        _resync_features(data, indices, indptr, P, cuts[t], cuts[t + 1])
+
+
+cdef Py_ssize_t* _feature_cuts(const index_t* indices, const index_t* indptr, Py_ssize_t n,
+                               Py_ssize_t d, int threads) noexcept nogil:
+    """threads + 1 cuts of the features 0 .. d (the bias's d included in the last range)
+    into ranges of about equal nonzeros; NULL when out of memory."""
+    cdef Py_ssize_t* count = <Py_ssize_t*>calloc(d + 1, sizeof(Py_ssize_t))
+    cdef Py_ssize_t* cuts = <Py_ssize_t*>malloc((threads + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t t, j, total = indptr[n], acc = 0
+    if count == NULL or cuts == NULL:
+        free(count)
+        free(cuts)
+        return NULL
+    for t in range(total):
+        count[indices[t]] += 1
+    cuts[0] = 0
+    t = 1
+    for j in range(d):
+        acc += count[j]
+        while t < threads and acc * threads >= total * t:
+            cuts[t] = j + 1
+            t += 1
+    while t < threads:
+        cuts[t] = d
+        t += 1
+    cuts[threads] = d + 1
+    free(count)
+    return cuts
 
 
 cdef inline Py_ssize_t _vertex(const double* a, Py_ssize_t y, double c,
@@ -570,6 +600,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     cdef CheckSchedule sched
     cdef bint checked, certify, cold = True
     cdef int stop, threads
+    cdef Py_ssize_t* cuts = NULL
     cdef double values[CS_HOOK_VALUES]
     cdef _Work S
     res.n_epochs = 0
@@ -632,6 +663,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
     # the checks and resyncs in threads on k nnz(X) of at least BLOCKS_MIN_NNZ (below, a
     # pass takes well under a millisecond; the passes themselves stay on one thread)
     threads = opt.n_threads if opt.n_threads > 1 and check_cost >= BLOCKS_MIN_NNZ else 1
+    cuts = NULL if threads <= 1 else _feature_cuts(indices, indptr, n, P.d, threads)
     S.since_poll = 0
     S.n_active = n
     S.viol_old = INFINITY
@@ -647,7 +679,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
         memset(P.w, 0, (P.d + (1 if P.bias != 0.0 else 0)) * k * sizeof(double))
         primal, dual, gap = p0, 0.0, p0
     else:
-        _resync(data, indices, indptr, P, threads)
+        _resync(data, indices, indptr, P, cuts, threads)
         _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
     epoch = 0
     if gap_certifies(gap, primal - gap, opt.tol, floor):
@@ -688,12 +720,12 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             # a check expected to succeed resyncs first and certifies in one go
             certify = epoch == opt.max_epochs or (opt.check_every != 1 and predicted <= target)
             if certify:
-                _resync(data, indices, indptr, P, threads)
+                _resync(data, indices, indptr, P, cuts, threads)
             _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
             if gap_certifies(gap, primal - gap, opt.tol, floor) and not certify:
                 # certify: remove the rounding drift of the incremental w, then re-check
                 certify = True
-                _resync(data, indices, indptr, P, threads)
+                _resync(data, indices, indptr, P, cuts, threads)
                 _check(data, indices, indptr, P, &S, &primal, &dual, &gap, threads)
             if certify and gap_certifies(gap, primal - gap, opt.tol, floor):
                 res.status = STATUS_CONVERGED
@@ -708,6 +740,7 @@ cdef int cs_run(const floating* data, const index_t* indices, const index_t* ind
             res.status = report_epoch(hook, ctx, epoch, values, res.status)
     res.shrunk_classes = S.shrunk_classes
     _free_work(&S)
+    free(cuts)
     res.n_epochs = epoch
     res.primal = primal
     res.dual = dual

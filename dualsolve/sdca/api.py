@@ -164,7 +164,7 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         ``params["threads_vs_one"]`` is the feature-owned pass's time per unit of work in
         threads over one thread's, as last measured (above 0.95 the passes ran on one
         thread; None: not timed). Crammer-Singer: the exact checks and the resyncs of W
-        in threads (each thread a range of the classes), the passes on one thread, so
+        in threads (each thread a range of the features), the passes on one thread, so
         the iterates are one thread's.
     sample_weight : array (n,) of reals >= 0, optional
         Row weights ``c_i``; an integer weight equals repeating the row (at the same ``C``).
