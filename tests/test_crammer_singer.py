@@ -255,22 +255,26 @@ def test_focused_passes_on_text_like_rows():
     assert (np.diff(d) >= -1e-13 * np.abs(d[1:])).all()
 
 
-def test_threaded_checks_give_the_model_of_one_thread():
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_threaded_checks_give_the_model_of_one_thread(fit_intercept):
     """With k nnz(X) of 2^18 or more the exact checks and the resyncs of W run in threads
-    (W's classes split between them) and the passes on one thread: two threads give one
-    thread's model bit for bit and its certificate to rounding, and the reported gap is
-    P - D from NumPy."""
+    (W's features, the intercept's column included, split between them) and the passes on
+    one thread: two threads give one thread's model bit for bit and its certificate to
+    rounding, and the reported gap is P - D from NumPy."""
     X, codes = _text_like(n=3000, d=4000, k=6, per_row=20)
     assert X.nnz * 6 >= 1 << 18
-    kw = dict(C=10.0, tol=1e-9, max_epochs=100000)
+    kw = dict(C=10.0, tol=1e-9, max_epochs=100000, fit_intercept=fit_intercept)
     one = train(X, codes, n_jobs=1, **kw)
     two = train(X, codes, n_jobs=2, **kw)
     assert one.converged and two.converged and one.n_epochs == two.n_epochs
     np.testing.assert_array_equal(two.coef, one.coef)
+    np.testing.assert_array_equal(two.intercept, one.intercept)
     np.testing.assert_array_equal(two.dual, one.dual)
     lam = two.params["lam"]
-    P = cs_primal(two.coef, X, codes, lam)
-    D = two.dual[np.arange(len(codes)), codes].mean() - 0.5 * lam * (two.coef ** 2).sum()
+    b = two.intercept if fit_intercept else None     # (intercept_scaling 1: the weight)
+    P = cs_primal(two.coef, X, codes, lam, b=b)
+    reg = (two.coef ** 2).sum() + (0.0 if b is None else (b ** 2).sum())
+    D = two.dual[np.arange(len(codes)), codes].mean() - 0.5 * lam * reg
     gaps = [m.history["gap"][-1] for m in (one, two)]
     assert abs(gaps[1] - gaps[0]) <= 1e-12 * P
     assert abs(gaps[1] - (P - D)) <= 1e-12 * P, (gaps[1], P - D)
