@@ -122,7 +122,7 @@ cdef CsOptions cs_default_options() noexcept nogil
 # class y and weight c > 0, write to a_new the minimiser of (q/2) ||a' - a||^2 + <a' - a, G>
 # over {a'_m <= 0 (m != y), a'_y <= c, sum_m a'_m = 0} (the dual's maximiser along the row);
 # y = -1: over {a'_m <= 0, sum_m a'_m = -c} (the row's other classes, y held at its bound c).
-# v is work of k entries. O(k log k): one sort.
+# v is work of k entries. O(k log k): one sort (in place for k <= 32, the usual case).
 cdef void cs_subproblem(const double* G, const double* a, double q, Py_ssize_t y, double c,
                         Py_ssize_t k, double* a_new, double* v) noexcept nogil
 
