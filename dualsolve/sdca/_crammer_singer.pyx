@@ -38,6 +38,7 @@ from dualsolve._core.csr cimport floating, index_t, sparse_sqnorm
 from dualsolve._core.rng cimport rng_state, rng_seed, rng_below, rng_shuffle
 from dualsolve._core.buffers cimport double_ptr
 from dualsolve._core.blocks cimport BLOCKS_MIN_NNZ, CHECK_SLICES
+from dualsolve._core.feature_ranges cimport feature_ranges
 from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
                                       schedule_checked,
@@ -232,29 +233,13 @@ cdef void _resync(const floating* data, const index_t* indices, const index_t* i
 
 cdef Py_ssize_t* _feature_cuts(const index_t* indices, const index_t* indptr, Py_ssize_t n,
                                Py_ssize_t d, int threads) noexcept nogil:
-    """threads + 1 cuts of the features 0 .. d (the bias's d included in the last range)
-    into ranges of about equal nonzeros; NULL when out of memory."""
-    cdef Py_ssize_t* count = <Py_ssize_t*>calloc(d + 1, sizeof(Py_ssize_t))
+    """threads + 1 cuts of the features 0 .. d into ranges of about equal nonzeros
+    (feature_ranges, the bias's d in the last range); NULL when out of memory."""
     cdef Py_ssize_t* cuts = <Py_ssize_t*>malloc((threads + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t t, j, total = indptr[n], acc = 0
-    if count == NULL or cuts == NULL:
-        free(count)
+    if cuts == NULL or not feature_ranges(indices, indptr, n, indptr[n], d, threads, cuts):
         free(cuts)
         return NULL
-    for t in range(total):
-        count[indices[t]] += 1
-    cuts[0] = 0
-    t = 1
-    for j in range(d):
-        acc += count[j]
-        while t < threads and acc * threads >= total * t:
-            cuts[t] = j + 1
-            t += 1
-    while t < threads:
-        cuts[t] = d
-        t += 1
     cuts[threads] = d + 1
-    free(count)
     return cuts
 
 

@@ -46,6 +46,7 @@ from dualsolve._core.spsc cimport (SpscRing, SPSC_PUBLISH, spsc_alloc, spsc_init
 from dualsolve._core.openmp cimport DS_TEAM_SIZE, DS_HAVE_OPENMP, DS_WTIME
 from dualsolve._core.buffers cimport double_ptr, intp_ptr
 from dualsolve._core.blocks cimport CHECK_SLICES
+from dualsolve._core.feature_ranges cimport feature_ranges
 from dualsolve.sdca.focus cimport focus_default_share, focus_default_work, focus_select
 from dualsolve.sdca.steps cimport StepParams, STEP_EXACT, coordinate_step, step_params_init
 from dualsolve.sdca.schedule cimport (CheckSchedule, schedule_init, schedule_check_now,
@@ -689,81 +690,10 @@ cdef bint _threads_alloc(OwnedPass* O, Py_ssize_t n, int threads) noexcept nogil
     return True
 
 
-# bins of features for the cuts of _feature_ranges
-cdef Py_ssize_t FEATURE_BINS = 4096
-
-
-cdef bint _feature_ranges(const index_t* indices, const index_t* indptr,
-                          const SdcaProblem* P, int threads, Py_ssize_t* first) noexcept nogil:
-    """first[0 .. threads]: thread t owns features [first[t], first[t + 1]), cut at equal
-    shares of the nonzeros of every stride-th row (about 2^18, each share to a fraction of
-    a percent): first[t] is the least j with more than t/threads of the sampled nonzeros
-    at or below it. Counted in FEATURE_BINS bins of features, then feature by feature
-    within the bins the cuts fall in: small counters (counting into a w-sized array was
-    most of the setup, news20 7-12 ms: a cache miss per sampled nonzero). False: no
-    memory."""
-    cdef Py_ssize_t n = P.n, d = P.d, stride = 1 + indptr[P.n_rows] // (1 << 18)
-    cdef Py_ssize_t width = 1, p, k, b, j, lo
-    cdef int shift = 0
-    cdef double total = 0.0, below = 0.0, share
-    cdef double* coarse
-    cdef double* fine
-    cdef Py_ssize_t* cut_bin = <Py_ssize_t*>malloc(threads * sizeof(Py_ssize_t))
-    cdef double* cut_below = <double*>malloc(threads * sizeof(double))
-    cdef int t
-    cdef bint ok
-    while width * FEATURE_BINS < d:        # bins of 2^shift features: a shift, no division
-        width *= 2
-        shift += 1
-    coarse = <double*>calloc(FEATURE_BINS, sizeof(double))
-    fine = <double*>calloc(threads * width, sizeof(double))
-    ok = coarse != NULL and fine != NULL and cut_bin != NULL and cut_below != NULL
-    if ok:
-        p = 0
-        while p < n:
-            for k in range(indptr[p], indptr[p + 1]):
-                coarse[indices[k] >> shift] += 1.0
-            p += stride
-        for b in range(FEATURE_BINS):
-            total += coarse[b]
-        b = 0       # cut t lies in the first bin whose count to its end exceeds the share
-        for t in range(1, threads):
-            share = total * t / threads
-            while b < FEATURE_BINS and below + coarse[b] <= share:
-                below += coarse[b]
-                b += 1
-            cut_bin[t], cut_below[t] = b, below
-        p = 0
-        while p < n:
-            for k in range(indptr[p], indptr[p + 1]):
-                b = indices[k] >> shift
-                for t in range(1, threads):
-                    if b == cut_bin[t]:
-                        fine[t * width + indices[k] - b * width] += 1.0
-            p += stride
-        first[0], first[threads] = 0, d
-        for t in range(1, threads):
-            if cut_bin[t] >= FEATURE_BINS:
-                first[t] = d
-                continue
-            share, below, lo = total * t / threads, cut_below[t], cut_bin[t] * width
-            j = lo
-            below += fine[t * width]
-            while below <= share:       # ends within the bin: its end count exceeds share
-                j += 1
-                below += fine[t * width + j - lo]
-            first[t] = j
-    free(coarse)
-    free(fine)
-    free(cut_bin)
-    free(cut_below)
-    return ok
-
-
 cdef bint _orthogonal_and_ranged(const floating* data, const index_t* indices,
                                  const index_t* indptr, SdcaProblem* P, int threads,
                                  Py_ssize_t* first) noexcept nogil:
-    """_nearly_orthogonal and _feature_ranges (into first), side by side in two threads:
+    """_nearly_orthogonal and feature_ranges (into first), side by side in two threads:
     both sample X with a cache miss a nonzero (news20: 0.5-0.75 ms each, a share of a short
     solve's setup), and neither needs the other's result."""
     cdef int done[2]
@@ -774,11 +704,11 @@ cdef bint _orthogonal_and_ranged(const floating* data, const index_t* indices,
         if t == 0:
             done[0] = _nearly_orthogonal(data, indices, indptr, P)
         elif t == 1:
-            done[1] = _feature_ranges(indices, indptr, P, threads, first)
+            done[1] = feature_ranges(indices, indptr, P.n, indptr[P.n_rows], P.d, threads, first)
     if done[0] < 0:         # (a team of one)
         done[0] = _nearly_orthogonal(data, indices, indptr, P)
     if done[1] < 0:
-        done[1] = _feature_ranges(indices, indptr, P, threads, first)
+        done[1] = feature_ranges(indices, indptr, P.n, indptr[P.n_rows], P.d, threads, first)
     return done[0] == 1 and done[1] == 1
 
 
