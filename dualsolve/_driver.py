@@ -300,12 +300,29 @@ def check_loss(function_name, losses, loss, smoothing=None, epsilon=None):
     return check_loss_param(loss, smoothing, epsilon)
 
 
+def _can_unlock(a):
+    """Whether numpy will make ``a`` writeable again once it is read-only: only if its memory
+    is writeable. An array on a ``bytes`` object (what ``pickle.load`` gives for a large
+    array from a file, writeable for old pickles' sake) would stay read-only for good."""
+    base = a
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return True
+        base = base.base
+    try:
+        return not memoryview(base).readonly
+    except TypeError:           # no buffer to ask: numpy would refuse too
+        return False
+
+
 class _read_only:
     """Make the CSR arrays read-only while the engine runs: a callback that wrote into X
-    would otherwise change the rows under a loop that trusts their indices."""
+    would otherwise change the rows under a loop that trusts their indices. Arrays numpy
+    would not unlock afterwards are left as they are (the user's flags are not ours)."""
 
     def __init__(self, Xc):
-        self.arrays = [a for a in (Xc.data, Xc.indices, Xc.indptr) if a.flags.writeable]
+        self.arrays = [a for a in (Xc.data, Xc.indices, Xc.indptr)
+                       if a.flags.writeable and _can_unlock(a)]
 
     def __enter__(self):
         for a in self.arrays:

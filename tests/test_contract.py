@@ -10,6 +10,7 @@ same coef; a callback can stop the run or raise into the caller; a real SIGINT s
 within a second, with n_jobs=2 too; a warm start from a converged model stops within 2
 epochs; n_jobs=2 on one problem follows one thread to rounding and repeats its bits.
 """
+import pickle
 import warnings
 
 import numpy as np
@@ -138,6 +139,24 @@ def test_float32_int64_and_noncanonical_csr(name):
     perm.has_sorted_indices = False
     mp = train(name, perm, y, loss=loss, max_epochs=5, tol=0.0, seed=3)
     _close(solution(mp), solution(ref), name)
+
+
+@pytest.mark.parametrize("name", TRAINERS)
+def test_x_loaded_from_a_pickle_file(name, tmp_path):
+    """``pickle.load`` gives a large array from a file on a ``bytes`` object, writeable for
+    old pickles' sake, which numpy never makes writeable again once it is read-only: the
+    driver must not lock it for the run (it did, and every solve ended in a ValueError)."""
+    X, y, loss = problem(name, n=1500)
+    with open(tmp_path / "X.pkl", "wb") as f:
+        pickle.dump(X, f, protocol=4)
+    with open(tmp_path / "X.pkl", "rb") as f:
+        Xp = pickle.load(f)
+    if not (isinstance(Xp.data.base, bytes) and Xp.data.flags.writeable):
+        pytest.skip("this NumPy copies a pickle's large arrays")
+    ref = train(name, X, y, loss=loss, max_epochs=2, tol=0.0, seed=3)
+    m = train(name, Xp, y, loss=loss, max_epochs=2, tol=0.0, seed=3)
+    assert solution(m).tobytes() == solution(ref).tobytes(), name
+    assert Xp.data.flags.writeable and X.data.flags.writeable, name
 
 
 # ---------------------------------------------------------------------------------------
