@@ -167,8 +167,12 @@ def test_check_every_epoch_fills_the_history(heart):
 
 
 def test_auto_checks_skip_most_exact_passes_on_hinge(a9a_fits):
+    """An epoch is at least a whole pass's work (several passes over the rows left once
+    shrinking has dropped most), and an exact check one: auto checks every eighth epoch's
+    work, or where the pass estimate predicts success (11 checks in 60 epochs; a check
+    every pass needs 1,400)."""
     h = a9a_fits["hinge"].history
-    assert np.isfinite(h["gap"]).sum() < 0.05 * len(h)
+    assert np.isfinite(h["gap"]).sum() < 0.25 * len(h)
     assert np.isfinite(h["gap_estimate"][1:]).all()
 
 

@@ -29,6 +29,13 @@ w recomputed from alpha (tol = 0 never converges: it runs the budget), STATUS_MA
 or what the hook returned. The hook gets 5 values per epoch: primal, dual, gap (NaN for an
 epoch without an exact check), gap_estimate (the gap seen during the pass; NaN at epoch 0
 and when every epoch is checked) and n_active (rows not shrunk).
+
+An epoch (``max_epochs``, the hook's reports, the checks' schedule) is one pass over the
+active rows, or, once shrinking has left less than a whole pass's work (``nnz + 16`` a row,
+summed over the rows), as many passes as add up to it, unless the pass estimate already
+reaches the target (or ``check_every = 1``). Shrinking (``shrinking``, bounded losses with
+labels +-1) takes weighted rows too, at their bounds ``c_i [lo, hi]``; rows of weight 0
+leave the passes at once.
 """
 from libc.stdint cimport uint64_t
 from dualsolve._core.csr cimport floating, index_t

@@ -94,10 +94,10 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         the rounding floor, 64 ulps of ``P(0)`` (a problem whose optimum is 0).
         ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
-        One epoch is one pass over the rows (and the focused passes before it, ``focus``);
-        ending here warns (ConvergenceWarning) with the gap reached. With
-        ``multi_class="crammer_singer"`` an epoch is at least a whole pass's work: once
-        shrinking has left few rows and classes, several passes over them.
+        One epoch is one pass over the rows (and the focused passes before it, ``focus``),
+        or at least a whole pass's work: once shrinking has left few rows (and, with
+        ``multi_class="crammer_singer"``, classes), several passes over them. Ending here
+        warns (ConvergenceWarning) with the gap reached.
     check_every : "auto" or int >= 1
         When to compute the exact duality gap (one extra pass over X). ``1``: after every
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
@@ -107,8 +107,10 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         ``history`` and the pass estimate in ``gap_estimate``. Whatever the setting, the
         solver stops only on an exact, certified gap.
     shrinking : bool
-        Drop rows whose dual variable is stuck at a bound (hinge-type losses); they are
-        re-checked at every gap evaluation and re-activated when they violate optimality.
+        Drop rows whose dual variable is stuck at a bound (hinge-type losses; a weighted
+        row's bounds are ``c_i`` times the unweighted ones, and a row of weight 0 is
+        dropped at once); they are re-checked at every gap evaluation and re-activated when
+        they violate optimality.
     sampling : {"permutation", "uniform"}
         A random permutation each epoch (liblinear), or n draws with replacement.
     focus : float in [0, 1]
