@@ -7,6 +7,7 @@ scipy's L-BFGS (the smooth L2-loss primal), SLSQP and Clarabel (the L1-loss prim
 liblinear -s 11 / 12 / 13 (liblinear-official) on kin8nm and power-plant. liblinear minimises
 ``(1/2)||w||^2 + C sum loss_i``; ours is that divided by ``C n``.
 """
+import ctypes
 import warnings
 
 import numpy as np
@@ -346,10 +347,23 @@ def test_cli_solvers_lists_the_svr_losses(capsys):
 # against liblinear (-s 11 / 12 / 13 at -e 1e-8; its dual solvers stop at 300 passes)
 
 
+def _seed_libc_rand():
+    """liblinear orders its passes with libc's rand(), whose state every earlier liblinear
+    call in the process moves: -s 13's capped answer at C = 100 on kin8nm ranged over
+    1.07-1.32 of the optimum with the seed, and 1.03 once in a full test run. Seeded as a
+    fresh process has it (glibc: srand(1)), the reference is the same whatever ran
+    before."""
+    try:
+        ctypes.CDLL(None).srand(1)
+    except (OSError, AttributeError, TypeError):    # no process-wide libc to reach
+        pass
+
+
 def liblinear_fit(X, y, C, s, eps):
     pytest.importorskip("liblinear")
     from liblinear import liblinear as ll
     from liblinear.liblinearutil import train
+    _seed_libc_rand()
     out = []
     param = ll.parameter(f"-s {s} -c {C!r} -p {eps!r} -e 1e-8 -B -1")
     param.print_func = ll.PRINT_STRING_FUN(lambda b: out.append(b.decode()))
