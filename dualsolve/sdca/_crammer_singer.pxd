@@ -41,7 +41,7 @@ steps gained the most: a step's gain is ``q ||a_new - a_old||^2 / 2`` (``q = ||x
 dual's rise). An epoch (``max_epochs``, the hook's reports, the checks' schedule) is one
 pass, or, once shrinking has left less than a whole pass's work (``k (nnz + 2)`` summed
 over the rows), as many passes as add up to it, unless the pass estimate already reaches
-the target (or ``check_every = 1``).
+the target (or ``check_every = 1``; schedule.pxd's ``schedule_pass_again``).
 The exact duality gap ``P(W) - D(a)`` is computed from fresh scores with compensated sums;
 before a gap can certify, ``w`` is recomputed from ``alpha``. ``alpha`` may hold a feasible
 warm start (``w`` is computed from it).

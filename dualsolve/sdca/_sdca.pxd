@@ -31,9 +31,10 @@ epoch without an exact check), gap_estimate (the gap seen during the pass; NaN a
 and when every epoch is checked) and n_active (rows not shrunk).
 
 An epoch (``max_epochs``, the hook's reports, the checks' schedule) is one pass over the
-active rows, or, once shrinking has left less than a whole pass's work (``nnz + 16`` a row,
-summed over the rows), as many passes as add up to it, unless the pass estimate already
-reaches the target (or ``check_every = 1``). Shrinking (``shrinking``, bounded losses with
+active rows, or, once shrinking has left less than half a whole pass's work (``nnz + 16`` a
+row, summed over the rows), as many passes as add up to a whole pass's, unless the pass
+estimate already reaches the target (or ``check_every = 1``; schedule.pxd's
+``schedule_pass_again``). Shrinking (``shrinking``, bounded losses with
 labels +-1) takes weighted rows too, at their bounds ``c_i [lo, hi]``; rows of weight 0
 leave the passes at once.
 """

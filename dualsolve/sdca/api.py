@@ -94,10 +94,11 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         the rounding floor, 64 ulps of ``P(0)`` (a problem whose optimum is 0).
         ``tol=0`` runs the whole budget.
     max_epochs : int >= 0
-        One epoch is one pass over the rows (and the focused passes before it, ``focus``),
-        or at least a whole pass's work: once shrinking has left few rows (and, with
-        ``multi_class="crammer_singer"``, classes), several passes over them. Ending here
-        warns (ConvergenceWarning) with the gap reached.
+        One epoch is one pass over the rows (and the focused passes before it, ``focus``);
+        once shrinking has left less than half of the rows' work (with
+        ``multi_class="crammer_singer"``: less than all of the rows' and classes' work),
+        as many passes over them as add up to a whole pass's work. Ending here warns
+        (ConvergenceWarning) with the gap reached.
     check_every : "auto" or int >= 1
         When to compute the exact duality gap (one extra pass over X). ``1``: after every
         epoch, so ``history`` has the gap of every epoch. ``k``: every k epochs. ``"auto"``:
