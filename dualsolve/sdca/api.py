@@ -163,7 +163,8 @@ def train_sdca(X, y, *, loss="logistic", lam=None, C=None, tol=1e-6, max_epochs=
         where the loss's curvature dominates a step's: bit for bit reproducible).
         The focused passes (``focus``) run in the same threads as the whole passes,
         when they have 128 rows a thread (``params["threaded_focused_passes"]`` counts
-        them). ``params["threaded_epochs"]`` counts the whole passes in threads;
+        them). ``params["threaded_epochs"]`` counts the whole passes in threads
+        (an epoch can hold several, ``max_epochs``);
         ``params["threads_vs_one"]`` is the feature-owned pass's time per unit of work in
         threads over one thread's, as last measured (above 0.95 the passes ran on one
         thread; None: not timed). Crammer-Singer: the exact checks and the resyncs of W
