@@ -58,10 +58,14 @@ def check_csr(X, name="X", dtype=None, threads=1):
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name} must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
         arr = np.asarray(X)
-        if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or arr.dtype.kind == "c":
+        if arr.dtype.kind not in "biuf":    # (booleans are 0/1, as in a sparse X)
             raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}")
+        if arr.dtype.kind == "f" and arr.dtype not in (np.float32, np.float64):
+            # scipy.sparse has no float16, and the loops read float32/float64: float16
+            # widens exactly, a long double rounds to float64
+            arr = arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
         X = sp.csr_matrix(arr)
     data = X.data
     if data.dtype.kind == "c":

@@ -71,6 +71,24 @@ def test_dense_and_other_formats_are_converted_once(heart):
         np.testing.assert_allclose(fit(Xo, y).coef, ref.coef, rtol=1e-12, atol=1e-14)
 
 
+def test_dense_bool_float16_and_long_double_are_their_values(heart):
+    """A dense boolean X is its 0/1 values (as a sparse one already was), float16 widens
+    exactly to float32 (scipy.sparse has no float16: this was scipy's error), a long double
+    rounds to float64; complex stays an error."""
+    X, y = heart
+    A = X.toarray()
+    B = A > 0.2
+    assert fit(B, y).coef.tobytes() == fit(B.astype(np.float64), y).coef.tobytes()
+    H = A.astype(np.float16)
+    m = fit(H, y)
+    assert m.coef.tobytes() == fit(H.astype(np.float32), y).coef.tobytes()
+    np.testing.assert_array_equal(m.predict(H), m.predict(H.astype(np.float32)))
+    L = A.astype(np.longdouble)
+    assert fit(L, y).coef.tobytes() == fit(A, y).coef.tobytes()
+    bad(r"X must hold real numbers; got dtype complex128", A.astype(complex), y,
+        exc=TypeError)
+
+
 @pytest.mark.parametrize("variant", ["csr_matrix", "csr_array", "float32", "int64"])
 def test_csr_input_is_not_copied(problem, variant):
     X, _ = problem
