@@ -173,7 +173,14 @@ def check_labels(y, n_samples, task, name="y"):
         if y.dtype.kind not in "biufUSO":
             raise TypeError(f"{name} must hold class labels (numbers or strings); got dtype "
                             f"{y.dtype}")
-        classes, codes = np.unique(y, return_inverse=True)
+        if y.dtype.kind == "O" and any(v is None or (isinstance(v, (float, np.floating))
+                                                     and not np.isfinite(v)) for v in y):
+            raise ValueError(f"{name} contains None, NaN or infinity")
+        try:
+            classes, codes = np.unique(y, return_inverse=True)
+        except TypeError as e:  # objects that do not order: mixed str and int, say
+            raise TypeError(f"{name} must hold labels of one kind that can be sorted (numbers "
+                            f"or strings); {e}") from None
         if classes.shape[0] < 2:
             raise ValueError(f"{name} has one class only ({classes[0]!r}); two are needed")
         if task == "classes":

@@ -214,6 +214,26 @@ def test_unknown_loss_and_options(heart):
     bad(r"callback must be callable or None", X, y, exc=TypeError, callback=5)
 
 
+def test_object_labels_with_missing_or_mixed_values(heart):
+    """Object labels: None or NaN is an error naming y (NaN had become classes of its own),
+    labels that do not sort (str beside int) a TypeError naming y (it was NumPy's bare
+    '<' message); strings as objects are classes like any."""
+    X, y = heart
+    names = np.where(y > 0, "yes", "no").astype(object)
+    with_none = names.copy()
+    with_none[3] = None
+    with_nan = np.where(y > 0, 1.0, -1.0).astype(object)
+    with_nan[5] = np.nan
+    mixed = names.copy()
+    mixed[7] = 1
+    bad(r"y contains None, NaN or infinity", X, with_none)
+    bad(r"y contains None, NaN or infinity", X, with_nan)
+    bad(r"y must hold labels of one kind that can be sorted", X, mixed, exc=TypeError)
+    m = fit(X, names)
+    assert list(m.classes) == ["no", "yes"]
+    assert m.coef.tobytes() == fit(X, y).coef.tobytes()
+
+
 def test_bad_X_types(heart):
     _, y = heart
     bad(r"X must be a scipy sparse matrix or a 2-D array", None, y, exc=TypeError)
