@@ -237,6 +237,8 @@ cdef void parse_buffer(const char* buf, Py_ssize_t size, ParseState* st) noexcep
     cdef bint all_sorted = True
 
     st.indptr[0] = 0
+    if size >= 3 and buf[0] == b'\xef' and buf[1] == b'\xbb' and buf[2] == b'\xbf':
+        p += 3      # a UTF-8 byte order mark (files saved by some Windows editors)
     while p < end:
         line += 1
         line_start = p

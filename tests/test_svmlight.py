@@ -181,6 +181,21 @@ def test_comments_qid_blank_lines_and_crlf():
     assert (X2 != X).nnz == 0
 
 
+def test_a_utf8_byte_order_mark_is_skipped(tmp_path):
+    """Some Windows editors start a saved text file with a UTF-8 byte order mark: skipped
+    (it was read as part of the first label), there and only there."""
+    text = b"1 1:0.5 3:2\n-1 2:1\n"
+    (tmp_path / "bom.svm").write_bytes(b"\xef\xbb\xbf" + text)
+    (tmp_path / "plain.svm").write_bytes(text)
+    X, y = load_svmlight(tmp_path / "bom.svm")
+    Xp, yp = load_svmlight(tmp_path / "plain.svm")
+    assert (X != Xp).nnz == 0 and X.shape == Xp.shape
+    np.testing.assert_array_equal(y, yp)
+    (tmp_path / "late.svm").write_bytes(text + b"\xef\xbb\xbf1 1:1\n")
+    with pytest.raises(ValueError, match="line 3: invalid label"):
+        load_svmlight(tmp_path / "late.svm")
+
+
 def test_unsorted_indices_kept_in_file_order():
     X, _ = loads("1 5:1 2:2 9:3\n-1 1:4\n")
     np.testing.assert_array_equal(X.indices, [4, 1, 8, 0])
