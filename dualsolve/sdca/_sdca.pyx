@@ -120,16 +120,21 @@ cdef inline double _fenchel_young(const SdcaProblem* P, double z, double a, doub
     return c * (loss_value(&P.loss, z, y) + loss_conj(&P.loss, a / c, y)) + a * z
 
 
+cdef inline void _weighted_domain(const Loss* loss, double y, double c, double* lo,
+                                  double* hi) noexcept nogil:
+    """The domain c [lo, hi] of a weight-c (> 0) coordinate's ``c h(a / c)``."""
+    loss_dual_bounds(loss, y, lo, hi)
+    if c != 1.0:
+        lo[0] *= c              # (the infinite ends stay infinite: c > 0)
+        hi[0] *= c
+
+
 cdef inline double _weighted_bounds(const SdcaProblem* P, double y, double a, double c,
                                     double* lo, double* hi) noexcept nogil:
-    """The domain c [lo, hi] of a weight-c (> 0) coordinate's ``c h(a / c)`` into lo, hi;
-    returns its derivative h'(a / c) (binary labels: shrinking's test)."""
-    loss_dual_bounds(&P.loss, y, lo, hi)
-    if c == 1.0:
-        return loss_conj_deriv_binary(&P.loss, a, y)
-    lo[0] *= c                  # (the infinite ends stay infinite: c > 0)
-    hi[0] *= c
-    return loss_conj_deriv_binary(&P.loss, a / c, y)
+    """_weighted_domain into lo, hi; returns the derivative h'(a / c) of ``c h(a / c)``
+    (binary labels: shrinking's test)."""
+    _weighted_domain(&P.loss, y, c, lo, hi)
+    return loss_conj_deriv_binary(&P.loss, a if c == 1.0 else a / c, y)
 
 
 cdef inline double _row_dot(const floating* data, const index_t* indices,
@@ -305,12 +310,12 @@ cdef inline double _relaxed(const Loss* loss, double y, double c, double a0, dou
     cdef double lo, hi
     if c <= 0.0:
         return a
-    loss_dual_bounds(loss, y, &lo, &hi)
+    _weighted_domain(loss, y, c, &lo, &hi)
     a = a0 + r * (a - a0)
-    if a < c * lo:
-        return c * lo
-    if a > c * hi:
-        return c * hi
+    if a < lo:
+        return lo
+    if a > hi:
+        return hi
     return a
 
 
