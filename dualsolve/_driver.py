@@ -350,13 +350,22 @@ def conditioning(p, bias=0.0, lam=None):
     return float(np.max(weight * (p.X.sqnorm + bias * bias))) / (lam * p.n)
 
 
+#: the families whose objective is train_linear's (the same loss and lam): their badly
+#: conditioned problems are the ones train_linear hands to Newton
+SAME_OBJECTIVE_AS_LINEAR = ("sdca", "primal_dual", "adfsdca")
+
+
 def _conditioning(p):
     """A sentence for the max_epochs warning when X is badly scaled for this lam."""
     kappa = conditioning(p)
     if kappa <= ILL_CONDITIONED:
         return ""
+    remedy = "standardise the columns of X, or raise lam"
+    if p.solver is not None and p.solver.family in SAME_OBJECTIVE_AS_LINEAR:
+        remedy = ("standardise the columns of X, raise lam, or solve it with train_linear "
+                  "(the same objective; it hands such problems to a Newton solver)")
     return (f". The problem is badly conditioned for this lam (max ||x_i||^2 / (lam n) = "
-            f"{kappa:.2g}): standardise the columns of X, or raise lam")
+            f"{kappa:.2g}): {remedy}")
 
 
 def _memory_error(solver, p, exc):

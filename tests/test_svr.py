@@ -497,3 +497,30 @@ def test_raw_power_plant_is_beyond_the_default_budget(loss):
         gap = m.history["gap"][-1] * C * n
         assert best <= ours <= best + gap
         assert ours > 1.1 * best       # far from it: this is the limitation, measured
+
+
+@pytest.mark.parametrize("solver", ["train_sdca", "train_spdc"])
+def test_badly_conditioned_warning_names_the_solver_that_gets_there(solver):
+    """On raw power-plant the warning of a dual or primal-dual solver (train_linear's
+    objective) names train_linear, and train_linear with the same arguments reaches the
+    ridge optimum of the normal equations; a spectral solver's (another objective) does
+    not name it."""
+    X, y = ds.datasets.load("power-plant")
+    X, y = sp.csr_matrix(X), np.asarray(y)
+    n = X.shape[0]
+    with pytest.warns(ds.ConvergenceWarning, match="solve it with train_linear"):
+        getattr(ds, solver)(X, y, loss="squared", max_epochs=20)
+    m = ds.train_linear(X, y, loss="squared", tol=1e-10)
+    assert m.stop_reason == "converged"
+    A = X.toarray()
+    w = np.linalg.solve(A.T @ A / n + np.eye(A.shape[1]) / n, A.T @ y / n)
+
+    def ridge(v):
+        r = A @ v - y
+        return 0.5 * r @ r / n + 0.5 * v @ v / n
+    assert ridge(m.coef.ravel()) <= ridge(w) * (1 + 1e-9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds.train_spectral_sgd(X, y, loss="squared", max_epochs=20)
+    said = " ".join(str(c.message) for c in caught)
+    assert "badly conditioned" in said and "train_linear" not in said
