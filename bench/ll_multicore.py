@@ -29,13 +29,28 @@ def run(path, data, loss, C, pstar, target, jobs):
     ``{"solver": 1, "threads": 2, "ladder": [1e-1, ...]}`` (the loosest -e reaching
     ``target``). Returns one list of runs per job, each ``{opts, seconds, primal,
     subopt}``."""
-    spec = dict(data=data, loss=loss, C=C, pstar=pstar, target=target, jobs=jobs)
+    return _in_child(path, dict(data=data, loss=loss, C=C, pstar=pstar, target=target,
+                                jobs=jobs))
+
+
+def _in_child(path, spec):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([path, HERE]))
     out = subprocess.run([sys.executable, os.path.abspath(__file__)], input=json.dumps(spec),
                          capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"liblinear-multicore child failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def scaling(path, data, split, opts, rounds):
+    """liblinear-multicore's own speed-up: ``opts`` (e.g. ``"-s 1 -e 0.1"``) with ``-m 1``
+    and ``-m 2`` alternating, ``rounds`` each, in one child on ``data``'s ``split``.
+    Returns (seconds with -m 1, seconds with -m 2), round by round."""
+    jobs = [{"opts": f"{opts} -m {m}"} for _ in range(rounds) for m in (1, 2)]
+    result = _in_child(path, dict(data=data, split=split, loss="squared_hinge", C=1.0,
+                                  pstar=None, target=None, jobs=jobs))
+    runs = [r[0]["seconds"] for r in result]
+    return runs[0::2], runs[1::2]
 
 
 def _child():
@@ -46,7 +61,7 @@ def _child():
     if "nr_thread" not in dict(ll.parameter._fields_):
         raise RuntimeError(f"{ll.__file__} is not liblinear-multicore's (no -m)")
     spec = json.loads(sys.stdin.read())
-    X, y = datasets.load(spec["data"])
+    X, y = datasets.load(spec["data"], split=spec.get("split", "all"))
     X, y = peers._as_csr64(X), peers._labels(y)
     prob = ll.problem(y, X)
     C, pstar = spec["C"], spec["pstar"]
@@ -57,6 +72,8 @@ def _child():
         t0 = time.perf_counter()
         model = llu.train(prob, param)
         dt = time.perf_counter() - t0
+        if pstar is None:       # timing only (scaling)
+            return dict(opts=opts, seconds=dt)
         p = peers.primal_objective(X, y, peers._ll_w(model, X.shape[1]), lam, spec["loss"])
         return dict(opts=opts, seconds=dt, primal=p, subopt=(p - pstar) / pstar)
 

@@ -24,6 +24,10 @@
 6. ``--newton`` (``threads_newton.py``): ``train_newton`` and ``train_linear`` on one
    problem at C = 100 and 10^4, ``n_jobs=1`` against 2, beside liblinear-multicore's
    ``-s 0`` with ``-m 1`` and ``-m 2``, news20 binary and IMDB.
+7. ``--multicore-scaling``: liblinear-multicore's own speed-up on the data of the
+   one-problem rows (train splits): its parallel dual coordinate descent (``-s 1``,
+   ``-s 3``) with ``-m 2`` against ``-m 1``, alternating; what the peer built for these
+   threads gets on this host.
 
 Usage::
 
@@ -32,6 +36,8 @@ Usage::
     DUALSOLVE_DATA=... python bench/threads.py --solvers [--wide] [--only train_adfsdca ...]
         [--rounds 3] [--json out.json]
     DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --newton [--C 1e4]
+    DUALSOLVE_DATA=... LIBLINEAR_MULTICORE=DIR python bench/threads.py --multicore-scaling
+        [--data news20 reuters] [--rounds 7] [--json out.json]
 """
 import argparse
 import json
@@ -134,6 +140,29 @@ def memory_scaling(rounds):
     return result
 
 
+def multicore_scaling(data, rounds, path, json_path):
+    import ll_multicore
+    if not ll_multicore.available(path):
+        raise SystemExit("liblinear-multicore not found: pip install --target DIR "
+                         "liblinear-multicore, then LIBLINEAR_MULTICORE=DIR or --multicore DIR")
+    out = []
+    for name in data:
+        for opts in ("-s 1 -e 0.1", "-s 1 -e 0.01", "-s 3 -e 0.1"):
+            one, two = ll_multicore.scaling(path, name, "train", opts, rounds)
+            ratios = np.array(one) / np.array(two)
+            out.append(dict(data=name, opts=opts, seconds_m1=one, seconds_m2=two,
+                            speedup_median=float(np.median(ratios)),
+                            speedup_range=[float(ratios.min()), float(ratios.max())],
+                            round_trip_ns=core_round_trip()))
+            print(f"{name} liblinear-multicore {opts}: -m 1 {np.median(one):.4f} s, -m 2 "
+                  f"{np.median(two):.4f} s, speed-up {np.median(ratios):.2f} "
+                  f"({ratios.min():.2f}-{ratios.max():.2f}); core round trip "
+                  f"{out[-1]['round_trip_ns']:.0f} ns after", flush=True)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(out, f, indent=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -149,6 +178,8 @@ def main(argv=None):
     ap.add_argument("--newton", action="store_true",
                     help="train_newton / train_linear on one problem at a large C, n_jobs=1 "
                          "against 2, beside liblinear-multicore -s 0 -m 1 / -m 2")
+    ap.add_argument("--multicore-scaling", action="store_true",
+                    help="liblinear-multicore's -m 2 against its -m 1 (-s 1 and -s 3)")
     ap.add_argument("--C", nargs="*", type=float, default=[100.0, 1e4],
                     help="--newton: the values of C")
     ap.add_argument("--data", nargs="*", default=None,
@@ -169,6 +200,10 @@ def main(argv=None):
         import threads_newton
         threads_newton.main(args.data or ["news20", "imdb"], args.C, args.rounds,
                             args.multicore, args.json)
+        return
+    if args.multicore_scaling:
+        multicore_scaling(args.data or ["news20", "reuters", "imdb"], args.rounds,
+                          args.multicore, args.json)
         return
     if args.solvers:
         import threads_solvers
