@@ -105,6 +105,80 @@ def test_check_structure_needs_no_memory_per_column(itype):
     assert (code, row) == (csr.STRUCT_DUPLICATE, 1)
 
 
+def _first_finding(data, indices, indptr, n_cols):
+    """check_structure's findings, entry by entry in plain Python: the row and position
+    of the first out-of-range column or non-finite value, else the first row whose squared
+    norm overflows / underflows or that repeats a column."""
+    for i in range(len(indptr) - 1):
+        a, b = indptr[i], indptr[i + 1]
+        for k in range(a, b):
+            if not 0 <= indices[k] < n_cols:
+                return csr.STRUCT_INDEX, i, k
+            if not np.isfinite(data[k]):
+                return csr.STRUCT_NONFINITE, i, k
+        sq = sum(float(v) * float(v) for v in data[a:b])
+        if sq > np.finfo(np.float64).max:
+            return csr.STRUCT_OVERFLOW, i, a
+        if len(set(indices[a:b])) < b - a:
+            return csr.STRUCT_DUPLICATE, i, a
+    return csr.STRUCT_OK, -1, -1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
+def test_check_structure_reports_the_first_finding(dtype, itype, threads):
+    """Random rows (empty, odd and even lengths, sorted or not) with one planted defect each
+    time: a column below 0 or at n_cols, a NaN or an infinity, a repeated column. The
+    finding (code, row, position), the squared norms and the sortedness flag are those
+    of an entry-by-entry reference; large enough to run in threads."""
+    r = np.random.default_rng(11)
+    n_cols = 50
+    for trial in range(60):
+        n = int(r.integers(1, 40)) if trial % 10 else 3000
+        lengths = r.integers(0, 12, n)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(itype)
+        nnz = int(indptr[-1])
+        if nnz == 0:
+            continue
+        indices = np.concatenate([np.sort(r.choice(n_cols, m, replace=False))
+                                  for m in lengths]).astype(itype)
+        data = r.uniform(0.5, 2.0, nnz).astype(dtype)
+        if trial % 3 == 0:                              # some rows out of order
+            for i in r.choice(n, max(1, n // 4)):
+                a, b = indptr[i], indptr[i + 1]
+                indices[a:b] = indices[a:b][::-1].copy()
+        kind = trial % 6
+        for _ in range(int(r.integers(1, 3))):          # one or two defects
+            k = int(r.integers(nnz))
+            if kind == 0:
+                indices[k] = -1 - int(r.integers(3))
+            elif kind == 1:
+                indices[k] = n_cols + int(r.integers(3))
+            elif kind == 2:
+                data[k] = np.nan
+            elif kind == 3:
+                data[k] = -np.inf if r.random() < 0.5 else np.inf
+            elif kind == 4:
+                row = int(np.searchsorted(indptr, k, side="right")) - 1
+                if indptr[row + 1] - indptr[row] > 1:
+                    other = indptr[row] if k != indptr[row] else k + 1
+                    indices[k] = indices[other]
+        expect = _first_finding(data, indices, indptr, n_cols)
+        code, row, pos, sqnorm, strict = csr.check_structure(data, indices, indptr, n_cols,
+                                                             threads)
+        if expect[0] == csr.STRUCT_DUPLICATE:
+            assert (code, row) == expect[:2]
+        else:
+            assert (code, row, pos) == expect
+        if code == csr.STRUCT_OK:
+            ref = np.array([np.sum(data[a:b].astype(np.float64) ** 2)
+                            for a, b in zip(indptr[:-1], indptr[1:])])
+            np.testing.assert_allclose(sqnorm, ref, rtol=1e-14)
+            ordered = all(np.all(np.diff(indices[a:b]) > 0)
+                          for a, b in zip(indptr[:-1], indptr[1:]))
+            assert strict == ordered
+
+
 def test_check_structure_long_unsorted_rows_match_numpy():
     r = np.random.default_rng(3)
     for m in [2, 3, 7, 40, 1000]:

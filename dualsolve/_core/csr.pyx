@@ -229,30 +229,62 @@ cdef void _structure_rows(const floating* data, const index_t* indices,
     norm and repeated columns (only rows whose columns do not strictly increase are sorted,
     in ``scratch``, as long as the longest row)."""
     cdef Py_ssize_t i, k, start, end
-    cdef double s0, s1
-    cdef index_t j
-    cdef bint row_strict
+    cdef double s0, s1, x0, x1, f0, f1
+    cdef index_t j0, j1, prev
+    cdef size_t cols = <size_t>n_cols
+    cdef bint outside, unsorted, row_strict
     out.code, out.row, out.pos, out.strict = S_OK, -1, -1, True
     for i in range(lo, hi):
         start = indptr[i]
         end = indptr[i + 1]
+        # the common case without a branch an entry (news20: 11 ms against 29 ms testing
+        # each entry and leaving at the first finding): flags gathered over the row, the
+        # column range from the row's ends when it strictly increases, the squared norm
+        # in two sums (even and odd offsets); x - x is 0 for every finite x and NaN
+        # otherwise, so their sums are 0 exactly when the row is finite (two sums of each,
+        # so that no chain of dependent additions sets the pace)
         s0 = 0.0
         s1 = 0.0
-        row_strict = True
-        for k in range(start, end):
-            j = indices[k]
-            if j < 0 or j >= n_cols:
-                out.code, out.pos = S_INDEX, k
-                break
-            if not (data[k] - data[k] == 0.0):
-                out.code, out.pos = S_NONFINITE, k
-                break
-            if k > start and j <= indices[k - 1]:
-                row_strict = False
-            if (k - start) & 1:
-                s1 += <double>data[k] * data[k]
-            else:
-                s0 += <double>data[k] * data[k]
+        f0 = 0.0
+        f1 = 0.0
+        outside = False
+        unsorted = False
+        prev = -1                   # below any valid column; a negative one is outside
+        k = start
+        while k + 1 < end:
+            j0 = indices[k]
+            j1 = indices[k + 1]
+            unsorted |= (j0 <= prev) | (j1 <= j0)
+            prev = j1
+            x0 = <double>data[k]
+            x1 = <double>data[k + 1]
+            f0 += x0 - x0
+            f1 += x1 - x1
+            s0 += x0 * x0
+            s1 += x1 * x1
+            k += 2
+        if k < end:
+            j0 = indices[k]
+            unsorted |= j0 <= prev
+            x0 = <double>data[k]
+            f0 += x0 - x0
+            s0 += x0 * x0
+        row_strict = not unsorted
+        if end > start:
+            # a strictly increasing row lies in [0, n_cols) when its ends do
+            outside = (<size_t>indices[start] >= cols) | (<size_t>indices[end - 1] >= cols)
+            if unsorted:
+                for k in range(start, end):
+                    outside |= <size_t>indices[k] >= cols
+        if outside or not (f0 + f1 == 0.0):
+            # the first offending entry, by position
+            for k in range(start, end):
+                if indices[k] < 0 or indices[k] >= n_cols:
+                    out.code, out.pos = S_INDEX, k
+                    break
+                if not (data[k] - data[k] == 0.0):
+                    out.code, out.pos = S_NONFINITE, k
+                    break
         if out.code == S_OK:
             sqnorm[i] = s0 + s1
             if sqnorm[i] > DBL_MAX:
