@@ -29,6 +29,15 @@ class CSRInput:
         self.sorted_rows = sorted_rows
 
 
+def refuse_masked(a, name):
+    """``np.asarray`` drops a masked array's mask, so its masked entries would be read as
+    the values under the mask: refuse them (a mask that hides nothing is fine)."""
+    if isinstance(a, np.ma.MaskedArray) and np.ma.is_masked(a):
+        raise ValueError(f"{name} is a masked array with {int(np.ma.count_masked(a))} masked "
+                         f"entries, which would be read as the values under the mask: fill "
+                         f"them ({name}.filled(value)) or drop their rows first")
+
+
 def check_csr(X, name="X", dtype=None, threads=1):
     """Validate ``X`` and return a :class:`CSRInput` sharing memory with it when possible.
 
@@ -57,6 +66,7 @@ def check_csr(X, name="X", dtype=None, threads=1):
     else:
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name} must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
+        refuse_masked(X, name)
         arr = np.asarray(X)
         if arr.dtype.kind not in "biuf":    # (booleans are 0/1, as in a sparse X)
             raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
@@ -160,6 +170,7 @@ def check_labels(y, n_samples, task, name="y"):
     """
     if y is None:
         raise TypeError(f"{name} must be an array of labels; got None")
+    refuse_masked(y, name)
     y = np.asarray(y)
     if y.ndim == 2 and 1 in y.shape:
         y = y.ravel()
@@ -219,6 +230,7 @@ def check_weights(sample_weight, class_weight, codes, classes, n_samples):
         return None
     weight = np.ones(n_samples)
     if sample_weight is not None:
+        refuse_masked(sample_weight, "sample_weight")
         sw = np.asarray(sample_weight)
         if sw.dtype.kind not in "biuf":
             raise TypeError(f"sample_weight must be numeric; got dtype {sw.dtype}")

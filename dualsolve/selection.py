@@ -21,7 +21,7 @@ from ._driver import COMMON, SharedBuild, prepare, solve, solvers
 from ._monitor import StopRequest
 from ._params import validate
 from ._threads import effective_n_jobs, side_by_side
-from ._validation import check_regularization, check_seed
+from ._validation import check_regularization, check_seed, refuse_masked
 from ._warm_path import along_path
 
 #: scorings by name: (function(model, X, y) -> float, larger is better)
@@ -209,6 +209,7 @@ def cross_validate(trainer, X, y, *, n_folds=5, seed=0, scoring=None, lams=None,
     if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)):
         raise TypeError(f"n_folds must be an integer >= 2; got {n_folds!r}")
     seed = check_seed(seed)
+    refuse_masked(y, "y")
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D; got shape {y.shape}")

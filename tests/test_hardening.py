@@ -355,3 +355,27 @@ def test_cli_out_of_memory_is_one_line(tmp_path):
     path.write_text("+1 1:0.5 2147483647:1\n-1 2:0.3 3:1\n+1 5:1 4:2\n")
     assert_one_line_failure(*run_cli("train", str(path), str(tmp_path / "m.model"),
                                      limit_gib=3), "out of memory training on")
+
+
+def test_masked_arrays_with_masked_entries_are_refused():
+    """np.asarray drops a mask, so masked entries would be read as the values under it:
+    X, y and sample_weight with masked entries are refused, naming the argument, in
+    training, prediction and cross-validation; a mask that hides nothing is accepted and
+    gives the plain array's model."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
+    y = np.array([1, -1, 1, -1])
+    hidden = np.ma.masked_array(X, mask=[[0, 1], [0, 0], [0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="X is a masked array with 1 masked"):
+        ds.train_sdca(hidden, y)
+    with pytest.raises(ValueError, match="y is a masked array"):
+        ds.train_sdca(X, np.ma.masked_array(y, mask=[0, 0, 1, 0]))
+    with pytest.raises(ValueError, match="sample_weight is a masked array"):
+        ds.train_sdca(X, y, sample_weight=np.ma.masked_array(np.ones(4), mask=[1, 0, 0, 0]))
+    with pytest.raises(ValueError, match="y is a masked array"):
+        ds.cross_validate(ds.train_sdca, X, np.ma.masked_array(y, mask=[0, 0, 1, 0]),
+                          n_folds=2)
+    m = ds.train_sdca(X, y)
+    with pytest.raises(ValueError, match="X is a masked array"):
+        m.predict(hidden)
+    nothing_hidden = ds.train_sdca(np.ma.masked_array(X, mask=False), y)
+    np.testing.assert_array_equal(nothing_hidden.coef, m.coef)
