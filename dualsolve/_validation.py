@@ -38,6 +38,25 @@ def refuse_masked(a, name):
                          f"them ({name}.filled(value)) or drop their rows first")
 
 
+def dense_array(X, name):
+    """A dense ``X`` (array-like, not sparse) as a NumPy array, refusing masked entries.
+    A pandas DataFrame with nullable columns (Int64, Float64, boolean) would become an
+    object array, so a frame whose columns all hold numbers becomes float64, a missing value
+    NaN (which the check then refuses, with its place); plain NumPy columns as they are."""
+    refuse_masked(X, name)
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
+        dtypes = list(dtypes)
+        other = [f"{c!r} ({t})" for c, t in zip(getattr(X, "columns", range(len(dtypes))), dtypes)
+                 if getattr(t, "kind", "O") not in "biuf"]
+        if other:
+            raise TypeError(f"{name} must hold real numbers; its columns {', '.join(other[:5])}"
+                            f"{' ...' if len(other) > 5 else ''} do not: encode them first")
+        if any(not isinstance(t, np.dtype) for t in dtypes):
+            return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.asarray(X)
+
+
 def check_csr(X, name="X", dtype=None, threads=1):
     """Validate ``X`` and return a :class:`CSRInput` sharing memory with it when possible.
 
@@ -66,8 +85,7 @@ def check_csr(X, name="X", dtype=None, threads=1):
     else:
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name} must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
-        refuse_masked(X, name)
-        arr = np.asarray(X)
+        arr = dense_array(X, name)
         if arr.dtype.kind not in "biuf":    # (booleans are 0/1, as in a sparse X)
             raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
         if arr.ndim != 2:

@@ -252,14 +252,13 @@ class Model:
 def check_predict_input(X, n_features):
     """X for prediction: its shape against the model's, then :func:`check_csr` (CSR kept
     without a copy). None when X has no rows."""
-    from ._validation import check_csr, refuse_masked
+    from ._validation import check_csr, dense_array
     if sp.issparse(X):
         shape = X.shape
     else:
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"X must be a scipy sparse matrix or a 2-D array; got {type(X).__name__}")
-        refuse_masked(X, "X")
-        X = np.asarray(X)
+        X = dense_array(X, "X")
         shape = X.shape
         if X.ndim == 1:
             raise ValueError("X must be 2-D (n_samples, n_features); for one sample "

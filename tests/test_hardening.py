@@ -379,3 +379,26 @@ def test_masked_arrays_with_masked_entries_are_refused():
         m.predict(hidden)
     nothing_hidden = ds.train_sdca(np.ma.masked_array(X, mask=False), y)
     np.testing.assert_array_equal(nothing_hidden.coef, m.coef)
+
+
+def test_pandas_frames_with_nullable_columns():
+    """A DataFrame with nullable integer, float or boolean columns (np.asarray makes it an
+    object array) trains and predicts as its float64 values do; a missing value is refused
+    with its place; non-numeric columns are named."""
+    pd = pytest.importorskip("pandas")
+    y = [1, -1, 1, -1]
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0],
+                          "b": pd.array([1, 0, 3, 4], dtype="Int64"),
+                          "c": pd.array([True, False, True, True], dtype="boolean")})
+    plain = np.array([[1.0, 1, 1], [2, 0, 0], [3, 3, 1], [4, 4, 1]])
+    m = ds.train_sdca(frame, y)
+    np.testing.assert_array_equal(m.coef, ds.train_sdca(plain, y).coef)
+    np.testing.assert_array_equal(m.decision_function(frame), m.decision_function(plain))
+    frame.loc[2, "b"] = None
+    with pytest.raises(ValueError, match=r"X contains NaN or infinity \(first at row 2, column 1"):
+        ds.train_sdca(frame, y)
+    with pytest.raises(ValueError, match="X contains NaN"):
+        m.predict(frame)
+    words = pd.DataFrame({"a": [1.0, 2, 3, 4], "w": pd.Categorical(list("xyxy"))})
+    with pytest.raises(TypeError, match=r"its columns 'w' \(category\) do not"):
+        ds.train_sdca(words, y)
