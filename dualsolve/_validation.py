@@ -38,6 +38,16 @@ def refuse_masked(a, name):
                          f"them ({name}.filled(value)) or drop their rows first")
 
 
+def sparse_frame(X):
+    """A pandas DataFrame whose columns are all sparse (``pd.SparseDtype``), as the scipy
+    CSR matrix it stands for (np.asarray would make it dense); anything else as it is."""
+    dtypes = getattr(X, "dtypes", None)
+    if (dtypes is not None and hasattr(X, "sparse") and len(dtypes)
+            and all(type(t).__name__ == "SparseDtype" for t in dtypes)):
+        return sp.csr_matrix(X.sparse.to_coo())
+    return X
+
+
 def dense_array(X, name):
     """A dense ``X`` (array-like, not sparse) as a NumPy array, refusing masked entries.
     A pandas DataFrame with nullable columns (Int64, Float64, boolean) would become an
@@ -77,6 +87,7 @@ def check_csr(X, name="X", dtype=None, threads=1):
     threads : int
         Threads for the pass over large matrices (a solve's ``n_jobs``; the same result).
     """
+    X = sparse_frame(X)
     if sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D; got {X.ndim} dimensions")

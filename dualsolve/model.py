@@ -252,7 +252,8 @@ class Model:
 def check_predict_input(X, n_features):
     """X for prediction: its shape against the model's, then :func:`check_csr` (CSR kept
     without a copy). None when X has no rows."""
-    from ._validation import check_csr, dense_array
+    from ._validation import check_csr, dense_array, sparse_frame
+    X = sparse_frame(X)
     if sp.issparse(X):
         shape = X.shape
     else:

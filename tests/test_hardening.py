@@ -402,3 +402,23 @@ def test_pandas_frames_with_nullable_columns():
     words = pd.DataFrame({"a": [1.0, 2, 3, 4], "w": pd.Categorical(list("xyxy"))})
     with pytest.raises(TypeError, match=r"its columns 'w' \(category\) do not"):
         ds.train_sdca(words, y)
+
+
+def test_pandas_sparse_frame_stays_sparse():
+    """A DataFrame of sparse columns trains and predicts as its CSR matrix does, without a
+    dense copy (np.asarray would make one: 2,000 x 20,000 float64 is 320 MB)."""
+    pd = pytest.importorskip("pandas")
+    import tracemalloc
+    A = sp.random(2000, 20_000, density=0.002, format="csr", random_state=0)
+    frame = pd.DataFrame.sparse.from_spmatrix(A)
+    y = np.where(np.arange(2000) % 2, 1, -1)
+    tracemalloc.start()
+    try:
+        m = ds.train_sdca(frame, y, max_epochs=20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1e9
+    ref = ds.train_sdca(A, y, max_epochs=20)
+    np.testing.assert_array_equal(m.coef, ref.coef)
+    np.testing.assert_array_equal(m.decision_function(frame), ref.decision_function(A))
