@@ -364,7 +364,7 @@ cdef inline bint _row_update(SdcaProblem* P, Py_ssize_t i, Py_ssize_t p, double 
     pass's ``1 / (lam n)``; ``sigma' / (lam n)`` on the block pass's CoCoA+ subproblem).
     True: the row is stuck at a bound and is shrunk away (its gap goes to S.shrunk_gap, its
     gain to 0); else its new value is in a_new."""
-    cdef double a0 = P.alpha[i], c = 1.0 if P.weight == NULL else P.weight[i]
+    cdef double a0 = P.alpha[i], c = _weight(P, i)
     cdef double lo, hi, G, pg, y = P.y[i]
     if shrink and (y == 1.0 or y == -1.0):
         if c == 0.0:            # out of the problem: never moves, no gap
@@ -1202,7 +1202,7 @@ cdef bint _blocks_setup(const floating* data, const index_t* indices, const inde
                                                                        threads) < 1:
         return False
     for i in range(P.n):
-        coupling = max(coupling, P.sqnorm[i] * (1.0 if P.weight == NULL else P.weight[i]))
+        coupling = max(coupling, P.sqnorm[i] * _weight(P, i))
     if (not coupling / (P.lam * P.n) <= gamma
             or not _nearly_orthogonal(data, indices, indptr, P)
             or not _threads_alloc(O, P.n, threads)):
